@@ -1,0 +1,419 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The EnMasse-compatible model: names, address spaces, addresses, users.
+
+Accepts plain snake_case dicts or ``enmasse.io/v1beta1`` documents and returns
+plain dicts. Validation returns *every* violation at once; each message names
+the field path, the offending value and the rule. Pure Python: no Ansible
+imports, so the Spark jobs can use it too.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import re
+
+try:
+    from ansible_collections.enmasse.messaging.plugins.module_utils import plans as _plans
+    from ansible_collections.enmasse.messaging.plugins.module_utils import placement as _placement
+except ImportError:  # used outside Ansible (Spark jobs ship module_utils as a package)
+    from . import plans as _plans  # noqa
+    from . import placement as _placement  # noqa
+
+SPACE_NAME_RE = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")
+SPACE_NAME_MAX = 60
+USERNAME_RE = re.compile(r"^[a-z0-9]+([a-z0-9_@.:\-]*[a-z0-9]+|[a-z0-9]*)$")
+ADDRESS_MAX = 255
+API_VERSION = "enmasse.io/v1beta1"
+USER_API_VERSION = "user.enmasse.io/v1beta1"
+
+SPACE_TYPES = ("standard", "brokered")
+AUTH_SERVICE_TYPES = ("none", "standard", "external")
+USER_AUTH_TYPES = ("password", "serviceaccount", "federated")
+USER_OPERATIONS = ("send", "recv", "view", "manage")
+
+SPACE_KEYS = ("name", "type", "plan", "authentication_service", "endpoints",
+              "addresses", "state")
+ADDRESS_KEYS = ("address", "type", "plan", "topic", "deadletter", "expiry",
+                "message_ttl", "message_redelivery", "subscription", "name",
+                "state")
+# fields that can never change once an address exists
+IMMUTABLE_ADDRESS_FIELDS = ("type", "topic", "subscription.max_consumers")
+# types that store messages on a broker and accept broker-side settings
+STORED_TYPES = ("queue", "topic", "subscription", "deadletter")
+SETTINGS_TYPES = ("queue", "topic", "subscription")
+
+
+class ValidationError(ValueError):
+    """Every violation found, each naming field, value and rule."""
+
+    def __init__(self, errors):
+        self.errors = list(errors)
+        super(ValidationError, self).__init__("; ".join(self.errors))
+
+
+def _fmt(v):
+    return repr(v)
+
+
+# --------------------------------------------------------------------------- names
+
+def space_name_errors(name, field="name"):
+    if not isinstance(name, str) or not name:
+        return ["%s: %s is required and must be a non-empty string" % (field, _fmt(name))]
+    errs = []
+    if len(name) > SPACE_NAME_MAX:
+        errs.append("%s: %s is %d characters long, at most %d are allowed"
+                    % (field, _fmt(name), len(name), SPACE_NAME_MAX))
+    if not SPACE_NAME_RE.match(name):
+        errs.append("%s: %s must consist of lowercase letters, digits and '-', start "
+                    "with a letter and end with a letter or digit" % (field, _fmt(name)))
+    return errs
+
+
+def address_name_errors(address, field="address"):
+    if not isinstance(address, str) or not address:
+        return ["%s: %s is required and must be a non-empty string" % (field, _fmt(address))]
+    errs = []
+    if re.search(r"\s", address):
+        errs.append("%s: %s must not contain whitespace" % (field, _fmt(address)))
+    if address.startswith("_!") or address.startswith("!!"):
+        errs.append("%s: %s must not start with '_!' or '!!' (reserved)" % (field, _fmt(address)))
+    if "::" in address:
+        errs.append("%s: %s must not contain '::' (reserved as the topic::subscription "
+                    "separator)" % (field, _fmt(address)))
+    if len(address) > ADDRESS_MAX:
+        errs.append("%s: %s is %d characters long, at most %d are allowed"
+                    % (field, _fmt(address[:40] + "..."), len(address), ADDRESS_MAX))
+    return errs
+
+
+def username_errors(username, field="username"):
+    if not isinstance(username, str) or not username:
+        return ["%s: %s is required and must be a non-empty string" % (field, _fmt(username))]
+    if not USERNAME_RE.match(username):
+        return ["%s: %s must match %s (lowercase letters and digits, with _ @ . : - "
+                "inside)" % (field, _fmt(username), USERNAME_RE.pattern)]
+    return []
+
+
+# ------------------------------------------------------------------ normalisation
+
+_ADDRESS_CAMEL = {
+    "messageTtl": "message_ttl",
+    "messageRedelivery": "message_redelivery",
+}
+
+
+def normalize_address_space(obj):
+    """Plain snake_case address space from a dict or an EnMasse AddressSpace."""
+    if not isinstance(obj, dict):
+        return obj
+    if obj.get("kind") == "AddressSpace":
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        out = {"name": meta.get("name"), "type": spec.get("type"), "plan": spec.get("plan")}
+        auth = spec.get("authenticationService")
+        if auth:
+            out["authentication_service"] = dict(auth)
+        if spec.get("endpoints") is not None:
+            out["endpoints"] = copy.deepcopy(spec["endpoints"])
+        return out
+    return copy.deepcopy(obj)
+
+
+def normalize_address(obj, space=None):
+    """Plain snake_case address from a dict or an EnMasse Address document.
+
+    For a document, the address space comes from ``metadata.name``
+    (``<space>.<name>``) unless given; it is returned under ``address_space``.
+    """
+    if not isinstance(obj, dict):
+        return obj
+    if obj.get("kind") == "Address":
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        out = {}
+        for k, v in spec.items():
+            if k == "messageRedelivery" and isinstance(v, dict):
+                out["message_redelivery"] = _plans._redelivery_from_camel(v)
+            elif k == "subscription" and isinstance(v, dict):
+                out["subscription"] = {"max_consumers": v.get("maxConsumers", v.get("max_consumers"))}
+            else:
+                out[_ADDRESS_CAMEL.get(k, k)] = copy.deepcopy(v)
+        name = meta.get("name") or ""
+        if "." in name:
+            sp, short = name.split(".", 1)
+            out.setdefault("address_space", space or sp)
+            out["name"] = short
+        elif space:
+            out.setdefault("address_space", space)
+        return out
+    out = copy.deepcopy(obj)
+    return out
+
+
+def with_defaults(address):
+    """Address with defaults filled in (subscription.max_consumers = 1)."""
+    a = dict(address)
+    if a.get("type") == "subscription":
+        sub = dict(a.get("subscription") or {})
+        if sub.get("max_consumers") is None:
+            sub["max_consumers"] = 1
+        a["subscription"] = sub
+    return a
+
+
+def address_to_document(space_name, address):
+    """EnMasse v1beta1 Address document for a plain address."""
+    spec = {"address": address["address"], "type": address["type"], "plan": address.get("plan")}
+    for k in ("topic", "deadletter", "expiry"):
+        if address.get(k):
+            spec[k] = address[k]
+    if address.get("message_ttl"):
+        spec["messageTtl"] = dict(address["message_ttl"])
+    if address.get("message_redelivery"):
+        inv = dict((v, k) for k, v in _plans._REDELIVERY_CAMEL.items())
+        spec["messageRedelivery"] = dict((inv.get(k, k), v) for k, v in address["message_redelivery"].items())
+    if address.get("type") == "subscription":
+        spec["subscription"] = {"maxConsumers": (address.get("subscription") or {}).get("max_consumers", 1)}
+    short = address.get("name") or re.sub(r"[^a-z0-9.-]", "-", address["address"].lower())
+    return {"apiVersion": API_VERSION, "kind": "Address",
+            "metadata": {"name": "%s.%s" % (space_name, short)}, "spec": spec}
+
+
+# ------------------------------------------------------------------- validation
+
+def validate_address_space(space, catalogue, field="address_space"):
+    errs = []
+    if not isinstance(space, dict):
+        return ["%s: %s must be a mapping" % (field, _fmt(space))]
+    for k in space:
+        if k not in SPACE_KEYS:
+            errs.append("%s.%s: unknown field, allowed fields are %s" % (field, k, ", ".join(SPACE_KEYS)))
+    errs.extend(space_name_errors(space.get("name"), field + ".name"))
+    stype = space.get("type")
+    if stype not in SPACE_TYPES:
+        errs.append("%s.type: %s must be one of %s" % (field, _fmt(stype), ", ".join(SPACE_TYPES)))
+    pname = space.get("plan")
+    plan = catalogue.address_space_plan(pname) if isinstance(pname, str) else None
+    if not isinstance(pname, str) or not pname:
+        errs.append("%s.plan: %s is required and must name an address space plan" % (field, _fmt(pname)))
+    elif plan is None:
+        errs.append("%s.plan: %s is not a known address space plan (known: %s)"
+                    % (field, _fmt(pname), ", ".join(catalogue.address_space_plan_names())))
+    elif stype in SPACE_TYPES and plan.get("address_space_type") != stype:
+        errs.append("%s.plan: %s is a plan for %s address spaces, not %s"
+                    % (field, _fmt(pname), plan.get("address_space_type"), stype))
+    auth = space.get("authentication_service")
+    if auth is not None:
+        if not isinstance(auth, dict):
+            errs.append("%s.authentication_service: %s must be a mapping with name and type" % (field, _fmt(auth)))
+        elif auth.get("type") is not None and auth.get("type") not in AUTH_SERVICE_TYPES:
+            errs.append("%s.authentication_service.type: %s must be one of %s"
+                        % (field, _fmt(auth.get("type")), ", ".join(AUTH_SERVICE_TYPES)))
+    eps = space.get("endpoints")
+    if eps is not None:
+        if not isinstance(eps, list):
+            errs.append("%s.endpoints: %s must be a list" % (field, _fmt(eps)))
+        else:
+            for i, ep in enumerate(eps):
+                if not isinstance(ep, dict) or not ep.get("name"):
+                    errs.append("%s.endpoints[%d]: %s must be a mapping with a name" % (field, i, _fmt(ep)))
+    return errs
+
+
+def _addr_field(i, a, key):
+    label = a.get("address") if isinstance(a, dict) and isinstance(a.get("address"), str) else None
+    if label:
+        return "addresses[%d](%s).%s" % (i, label, key)
+    return "addresses[%d].%s" % (i, key)
+
+
+def validate_addresses(space, addresses, catalogue, current=None, check_quota=True):
+    """Every violation in ``addresses`` (a list of plain dicts) for ``space``.
+
+    ``current`` maps address -> the address as it exists now (plain dict), to
+    refuse changes to immutable fields and to resolve references (topic,
+    deadletter, expiry) to addresses that exist but are not in the list.
+    """
+    errs = []
+    current = current or {}
+    stype = space.get("type")
+    splan = catalogue.address_space_plan(space.get("plan")) or {}
+    allowed_types = _plans.ADDRESS_TYPES.get(stype, ())
+    if not isinstance(addresses, list):
+        return ["addresses: %s must be a list" % _fmt(addresses)]
+
+    by_name = {}
+    for i, a in enumerate(addresses):
+        if isinstance(a, dict) and isinstance(a.get("address"), str):
+            if a["address"] in by_name:
+                errs.append("%s: %s is listed twice (also at addresses[%d]); addresses must be "
+                            "unique within the address space"
+                            % (_addr_field(i, a, "address"), _fmt(a["address"]), by_name[a["address"]][0]))
+            else:
+                by_name[a["address"]] = (i, a)
+
+    def type_of(name):
+        if name in by_name:
+            return by_name[name][1].get("type")
+        if name in current:
+            return current[name].get("type")
+        return None
+
+    for i, a in enumerate(addresses):
+        if not isinstance(a, dict):
+            errs.append("addresses[%d]: %s must be a mapping" % (i, _fmt(a)))
+            continue
+        f = lambda k: _addr_field(i, a, k)  # noqa: E731
+        for k in a:
+            if k not in ADDRESS_KEYS and k != "address_space":
+                errs.append("%s: unknown field, allowed fields are %s" % (f(k), ", ".join(ADDRESS_KEYS)))
+        errs.extend(address_name_errors(a.get("address"), f("address")))
+        atype = a.get("type")
+        type_ok = atype in allowed_types
+        if not type_ok:
+            errs.append("%s: %s must be one of %s for a %s address space"
+                        % (f("type"), _fmt(atype), ", ".join(allowed_types), stype))
+        pname = a.get("plan")
+        plan = catalogue.address_plan(pname) if isinstance(pname, str) else None
+        if not isinstance(pname, str) or not pname:
+            errs.append("%s: %s is required and must name an address plan" % (f("plan"), _fmt(pname)))
+        elif plan is None:
+            errs.append("%s: %s is not a known address plan" % (f("plan"), _fmt(pname)))
+        else:
+            if type_ok and plan.get("address_type") != atype:
+                errs.append("%s: %s is a plan for %s addresses, not %s"
+                            % (f("plan"), _fmt(pname), plan.get("address_type"), atype))
+            if splan and pname not in (splan.get("address_plans") or []):
+                errs.append("%s: %s is not allowed by address space plan %s (allowed: %s)"
+                            % (f("plan"), _fmt(pname), _fmt(splan.get("name")),
+                               ", ".join(splan.get("address_plans") or [])))
+        # topic (subscriptions only)
+        topic = a.get("topic")
+        if atype == "subscription":
+            if not topic:
+                errs.append("%s: a subscription needs the topic it subscribes to" % f("topic"))
+            elif type_of(topic) != "topic":
+                errs.append("%s: %s must name an address of type topic in this address space%s"
+                            % (f("topic"), _fmt(topic),
+                               "" if type_of(topic) is None else " (it is a %s)" % type_of(topic)))
+        elif topic is not None:
+            errs.append("%s: %s is only allowed on subscription addresses" % (f("topic"), _fmt(topic)))
+        # deadletter / expiry
+        for key in ("deadletter", "expiry"):
+            ref = a.get(key)
+            if ref is None:
+                continue
+            if atype not in SETTINGS_TYPES:
+                errs.append("%s: %s is only allowed on %s addresses" % (f(key), _fmt(ref), ", ".join(SETTINGS_TYPES)))
+            elif type_of(ref) != "deadletter":
+                errs.append("%s: %s must name an address of type deadletter in this address space%s"
+                            % (f(key), _fmt(ref), "" if type_of(ref) is None else " (it is a %s)" % type_of(ref)))
+        for key, validator in (("message_ttl", _plans.validate_ttl),
+                               ("message_redelivery", _plans.validate_redelivery)):
+            if a.get(key) is None:
+                continue
+            if atype not in SETTINGS_TYPES:
+                errs.append("%s: %s is only allowed on %s addresses" % (f(key), _fmt(a[key]), ", ".join(SETTINGS_TYPES)))
+            else:
+                errs.extend(validator(a[key], f(key)))
+        sub = a.get("subscription")
+        if sub is not None:
+            if atype != "subscription":
+                errs.append("%s: %s is only allowed on subscription addresses" % (f("subscription"), _fmt(sub)))
+            elif not isinstance(sub, dict) or set(sub) - {"max_consumers"}:
+                errs.append("%s: %s must be a mapping with only max_consumers" % (f("subscription"), _fmt(sub)))
+            else:
+                mc = sub.get("max_consumers")
+                if mc is not None and (not isinstance(mc, int) or isinstance(mc, bool) or mc < 1):
+                    errs.append("%s: %s must be an integer >= 1" % (f("subscription.max_consumers"), _fmt(mc)))
+        # immutable fields
+        cur = current.get(a.get("address")) if isinstance(a.get("address"), str) else None
+        if cur is not None:
+            want, have = with_defaults(a), with_defaults(cur)
+            for key in IMMUTABLE_ADDRESS_FIELDS:
+                wv, hv = _get_path(want, key), _get_path(have, key)
+                if key == "type" and wv != hv:
+                    errs.append("%s: %s cannot change (it is %s); type is immutable: delete the "
+                                "address and create it again" % (f("type"), _fmt(wv), _fmt(hv)))
+                elif key != "type" and _get_path(have, "type") == "subscription" and wv != hv:
+                    errs.append("%s: %s cannot change (it is %s); %s is immutable"
+                                % (f(key), _fmt(wv), _fmt(hv), key))
+
+    if check_quota and not errs and splan:
+        msgs, _ = quota_check(space, splan, addresses, catalogue)
+        errs.extend(msgs)
+    return errs
+
+
+def _get_path(d, path):
+    cur = d
+    for part in path.split("."):
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def placement_items(addresses, catalogue, current_placement=None, current_plans=None):
+    """PlacementItems for plain addresses, with their plan's credits."""
+    current_placement = current_placement or {}
+    current_plans = current_plans or {}
+    items = []
+    for a in addresses:
+        plan = catalogue.address_plan(a.get("plan")) or {}
+        res = plan.get("resources") or {}
+        items.append(_placement.PlacementItem(
+            a["address"], res.get("router", 0.0), res.get("broker", 0.0),
+            plan.get("partitions", 1), a.get("plan"),
+            current_placement.get(a["address"]), current_plans.get(a["address"]),
+            a.get("topic") if a.get("type") == "subscription" else None))
+    return items
+
+
+def quota_check(space, space_plan, addresses, catalogue):
+    limits = space_plan.get("resource_limits") or {}
+    items = placement_items(addresses, catalogue)
+    return _placement.quota_errors(space.get("name"), space_plan.get("name"), limits, items)
+
+
+def validate_user(user, field="user"):
+    errs = []
+    if not isinstance(user, dict):
+        return ["%s: %s must be a mapping" % (field, _fmt(user))]
+    errs.extend(username_errors(user.get("username"), field + ".username"))
+    auth = user.get("authentication") or {}
+    atype = auth.get("type") if isinstance(auth, dict) else auth
+    if atype not in USER_AUTH_TYPES:
+        errs.append("%s.authentication.type: %s must be one of %s"
+                    % (field, _fmt(atype), ", ".join(USER_AUTH_TYPES)))
+    authz = user.get("authorization") or []
+    if not isinstance(authz, list):
+        errs.append("%s.authorization: %s must be a list" % (field, _fmt(authz)))
+        authz = []
+    for i, rule in enumerate(authz):
+        rf = "%s.authorization[%d]" % (field, i)
+        if not isinstance(rule, dict):
+            errs.append("%s: %s must be a mapping with addresses and operations" % (rf, _fmt(rule)))
+            continue
+        if not isinstance(rule.get("addresses", []), list):
+            errs.append("%s.addresses: %s must be a list of address patterns" % (rf, _fmt(rule.get("addresses"))))
+        ops = rule.get("operations")
+        if not isinstance(ops, list) or not ops:
+            errs.append("%s.operations: %s must be a non-empty list of %s" % (rf, _fmt(ops), ", ".join(USER_OPERATIONS)))
+        else:
+            for op in ops:
+                if op not in USER_OPERATIONS:
+                    errs.append("%s.operations: %s must be one of %s" % (rf, _fmt(op), ", ".join(USER_OPERATIONS)))
+    return errs
+
+
+def check(errors):
+    """Raise ValidationError when ``errors`` is not empty."""
+    if errors:
+        raise ValidationError(errors)

@@ -1,0 +1,239 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The placement rule (EnMasse's), in one place.
+
+* routers needed = ceil(sum of router credits);
+* an address with broker credit c gets max(partitions, ceil(c)) partitions,
+  each with credit c / partitions;
+* each partition is placed first-fit on the existing broker with room, never
+  two partitions of one address on one broker; a new broker when none fits;
+* an address that would take the space over its plan's resource limits stays
+  pending with the reason ``quota exceeded``;
+* stable: an address that already has a home keeps it unless its plan changed;
+  then it is placed again and its old brokers that are no longer used for it
+  are *draining* (they keep only their outgoing link until empty).
+
+Pure Python, no Ansible imports: the Spark capacity planner imports it too.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+from collections import OrderedDict, namedtuple
+
+EPS = 1e-9
+QUOTA_EXCEEDED = "quota exceeded"
+
+_FIELDS = ("name", "router", "broker", "partitions", "plan", "current_brokers",
+           "current_plan", "colocate_with")
+
+
+class PlacementItem(namedtuple("PlacementItem", _FIELDS)):
+    """One address to place. ``colocate_with`` names the address whose brokers
+    this one must share (a subscription lives beside its topic)."""
+
+    def __new__(cls, name, router=0.0, broker=0.0, partitions=1, plan=None,
+                current_brokers=None, current_plan=None, colocate_with=None):
+        return super(PlacementItem, cls).__new__(
+            cls, name, float(router or 0.0), float(broker or 0.0),
+            int(partitions or 1), plan, list(current_brokers or []),
+            current_plan, colocate_with)
+
+
+def _ceil(x):
+    return int(math.ceil(round(x, 9)))
+
+
+def partitions_for(broker_credit, partitions=1):
+    """max(partitions, ceil(broker_credit)); an address always has >= 1."""
+    return max(int(partitions or 1), _ceil(broker_credit or 0.0), 1)
+
+
+def routers_needed(router_credits, minimum=0):
+    total = sum(router_credits)
+    return max(minimum, _ceil(total))
+
+
+def default_broker_name(index):
+    return "broker-%d" % index
+
+
+class Placement(object):
+    def __init__(self):
+        self.assignments = OrderedDict()   # name -> [broker per partition]
+        self.pending = OrderedDict()       # name -> reason
+        self.draining = OrderedDict()      # name -> [old brokers]
+        self.brokers = OrderedDict()       # broker -> used broker credit
+        self.totals = {"router": 0.0, "broker": 0.0, "aggregate": 0.0}
+        self.moves = []                    # {name, partition, from, to}
+
+    @property
+    def routers_needed(self):
+        return routers_needed([self.totals["router"]])
+
+    @property
+    def brokers_needed(self):
+        return len([b for b, used in self.brokers.items() if used > EPS])
+
+    def as_dict(self):
+        return {
+            "assignments": dict(self.assignments),
+            "pending": dict(self.pending),
+            "draining": dict(self.draining),
+            "brokers": dict(self.brokers),
+            "totals": dict(self.totals),
+            "routers_needed": self.routers_needed,
+            "brokers_needed": self.brokers_needed,
+            "moves": list(self.moves),
+        }
+
+
+def _fits(totals, item, limits):
+    if not limits:
+        return True
+    want = {"router": totals["router"] + item.router,
+            "broker": totals["broker"] + item.broker}
+    want["aggregate"] = want["router"] + want["broker"]
+    for key in ("router", "broker", "aggregate"):
+        lim = limits.get(key)
+        if lim is not None and want[key] > lim + EPS:
+            return False
+    return True
+
+
+def exceeded_resources(totals, item, limits):
+    """Which limits (router/broker/aggregate) adding ``item`` would exceed."""
+    out = []
+    if not limits:
+        return out
+    want = {"router": totals["router"] + item.router,
+            "broker": totals["broker"] + item.broker}
+    want["aggregate"] = want["router"] + want["broker"]
+    for key in ("router", "broker", "aggregate"):
+        lim = limits.get(key)
+        if lim is not None and want[key] > lim + EPS:
+            out.append(key)
+    return out
+
+
+def place(items, brokers=None, limits=None, capacity=1.0, new_broker_name=None):
+    """Place ``items`` (PlacementItem) onto ``brokers`` (existing broker names,
+    in first-fit order). Returns a ``Placement``.
+
+    Items that keep their home are accounted first, so a converge never moves
+    them; the others are placed in the order given.
+    """
+    new_broker_name = new_broker_name or default_broker_name
+    result = Placement()
+    for b in brokers or []:
+        result.brokers[b] = 0.0
+    items = list(items)
+    by_name = dict((i.name, i) for i in items)
+
+    def add_totals(item):
+        result.totals["router"] += item.router
+        result.totals["broker"] += item.broker
+        result.totals["aggregate"] = result.totals["router"] + result.totals["broker"]
+
+    # 1. addresses that keep their home (same plan, already placed)
+    kept = set()
+    for item in items:
+        if item.current_brokers and (item.current_plan is None or item.current_plan == item.plan):
+            if not _fits(result.totals, item, limits):
+                # already there: never evicted, but report it
+                pass
+            n = len(item.current_brokers)
+            for b in item.current_brokers:
+                result.brokers.setdefault(b, 0.0)
+                result.brokers[b] += item.broker / n
+            result.assignments[item.name] = list(item.current_brokers)
+            add_totals(item)
+            kept.add(item.name)
+
+    # 2. the others, in order
+    for item in items:
+        if item.name in kept:
+            continue
+        if not _fits(result.totals, item, limits):
+            result.pending[item.name] = QUOTA_EXCEEDED
+            continue
+        if item.broker <= EPS and not item.colocate_with:
+            # router-only address (anycast, multicast)
+            result.assignments[item.name] = []
+            add_totals(item)
+            continue
+        if item.colocate_with:
+            home = result.assignments.get(item.colocate_with)
+            if home is None and item.colocate_with in by_name:
+                # topic not placed yet (pending or later in the list)
+                result.pending[item.name] = "waiting for %s" % item.colocate_with
+                continue
+            targets = list(home or [])
+            if not targets:
+                result.pending[item.name] = "waiting for %s" % item.colocate_with
+                continue
+            for b in targets:
+                result.brokers[b] += item.broker / len(targets)
+            result.assignments[item.name] = targets
+            add_totals(item)
+            _record_moves(result, item, targets)
+            continue
+        n = partitions_for(item.broker, item.partitions)
+        share = item.broker / n
+        chosen = []
+        for _ in range(n):
+            target = None
+            for b, used in result.brokers.items():
+                if b in chosen:
+                    continue
+                if used + share <= capacity + EPS:
+                    target = b
+                    break
+            if target is None:
+                idx = len(result.brokers)
+                target = new_broker_name(idx)
+                while target in result.brokers:
+                    idx += 1
+                    target = new_broker_name(idx)
+                result.brokers[target] = 0.0
+            result.brokers[target] += share
+            chosen.append(target)
+        result.assignments[item.name] = chosen
+        add_totals(item)
+        _record_moves(result, item, chosen)
+    return result
+
+
+def _record_moves(result, item, chosen):
+    old = list(item.current_brokers or [])
+    if not old:
+        return
+    leaving = [b for b in old if b not in chosen]
+    if leaving:
+        result.draining[item.name] = leaving
+    for i, b in enumerate(chosen):
+        src = old[i] if i < len(old) else None
+        if src != b:
+            result.moves.append({"name": item.name, "partition": i,
+                                 "from": src, "to": b})
+
+
+def quota_errors(space_name, plan_name, limits, items):
+    """Human messages for every item that does not fit the plan's limits, in
+    order (the same order the modules converge in)."""
+    res = place(items, brokers=["broker"], limits=limits, capacity=float("inf"))
+    msgs = []
+    for name, reason in res.pending.items():
+        if reason != QUOTA_EXCEEDED:
+            continue
+        item = [i for i in items if i.name == name][0]
+        msgs.append(
+            "address %r (plan %r, router %g, broker %g): quota exceeded: address space %r "
+            "plan %r allows router %s, broker %s, aggregate %s; already used router %g, broker %g"
+            % (name, item.plan, item.router, item.broker, space_name, plan_name,
+               limits.get("router"), limits.get("broker"), limits.get("aggregate"),
+               res.totals["router"], res.totals["broker"]))
+    return msgs, res
