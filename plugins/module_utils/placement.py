@@ -225,11 +225,12 @@ def quota_errors(space_name, plan_name, limits, items):
     """Human messages for every item that does not fit the plan's limits, in
     order (the same order the modules converge in)."""
     res = place(items, brokers=["broker"], limits=limits, capacity=float("inf"))
+    by_name = dict((i.name, i) for i in items)
     msgs = []
     for name, reason in res.pending.items():
         if reason != QUOTA_EXCEEDED:
             continue
-        item = [i for i in items if i.name == name][0]
+        item = by_name[name]
         msgs.append(
             "address %r (plan %r, router %g, broker %g): quota exceeded: address space %r "
             "plan %r allows router %s, broker %s, aggregate %s; already used router %g, broker %g"

@@ -1,0 +1,69 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    # The connection options every enmasse.messaging module shares.
+    DOCUMENTATION = r'''
+options:
+  connection_file:
+    description:
+      - JSON file with the connection settings of the address space, written by the
+        C(enmasse.messaging.broker) role (mode 0600) with the keys C(address_space),
+        C(type), C(management_url), C(broker_name), C(management_user),
+        C(management_password), C(ledger_path), C(endpoints), C(messaging_user) and C(plan).
+      - Defaults to C(/etc/enmasse-messaging/spaces/<address space>.json).
+      - Explicit options below override the file's values. When neither gives a
+        required value, the module fails naming the missing option and the file it
+        looked at.
+    type: path
+  management_url:
+    description:
+      - Jolokia endpoint of the broker of the address space, for example
+        C(http://127.0.0.1:8161/console/jolokia). Requests carry the C(Origin) header
+        C(http://localhost), which the instance's C(etc/jolokia-access.xml) must allow.
+      - Management listens on the broker host only; run the task on that host
+        (C(delegate_to)).
+    type: str
+  management_user:
+    description:
+      - User with a management role on the broker.
+    type: str
+  management_password:
+    description:
+      - Password of O(management_user). Never logged.
+    type: str
+  broker_name:
+    description:
+      - Name of the Artemis broker (the C(<name>) in the instance's C(etc/broker.xml)),
+        part of every management object name.
+    type: str
+  ledger_path:
+    description:
+      - The ownership ledger of the address space, a JSON file next to the broker
+        instance. Everything the modules create is recorded there; pruning and deleting
+        only ever touch addresses in the ledger.
+    type: path
+  timeout:
+    description:
+      - Timeout of one management HTTP request, in seconds. Defaults to 60.
+    type: int
+notes:
+  - Run the task on the broker host (C(delegate_to)); management listens there only.
+'''
+
+    # The extra plan catalogue of the modules that validate plans.
+    PLANS = r'''
+options:
+  plans:
+    description:
+      - Extra plan catalogue merged over the default one - a mapping with the lists
+        C(address_space_plans) and C(address_plans), each item a plain plan mapping or an EnMasse
+        C(AddressSpacePlan)/C(AddressPlan) document. A plan named like a default plan replaces it.
+    type: dict
+'''

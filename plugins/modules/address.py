@@ -1,0 +1,314 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: address
+short_description: Manage the addresses (queues, topics, subscriptions, dead letters) of an address space
+version_added: "0.1.0"
+description:
+  - Converges the addresses of an EnMasse-style address space to the given data, idempotently,
+    with check mode and diff. Only C(brokered) address spaces (one ActiveMQ Artemis broker) are
+    implemented.
+  - A C(queue) is an ANYCAST address with a durable ANYCAST queue of the same name; a C(topic) is a
+    MULTICAST address; a C(subscription) is a durable MULTICAST queue named after the subscription on
+    its topic's address (clients consume from C(<topic>::<subscription>)); a C(deadletter) is shaped
+    like a queue. Settings (O(message_ttl), O(message_redelivery), O(deadletter), O(expiry), merged
+    over the address plan's) become Artemis address settings of the address.
+  - The current state is always read from the live broker (a few bulk management requests), compared
+    with the desired state and changed with bulk requests, so thousands of addresses converge in
+    seconds. Use the bulk form (O(addresses)) for many addresses.
+  - All input is validated before anything is touched (names, types, plans allowed by the address
+    space plan, references, immutable fields, quota); any violation fails the task with every
+    message and changes nothing.
+  - Everything the module creates is recorded in the ownership ledger (O(ledger_path)). O(prune) and
+    O(state=absent) only ever touch addresses in the ledger. An owned address deleted by hand on the
+    broker is created again. An address that exists on the broker but is not owned is adopted
+    (recorded in the ledger) when listed.
+  - The address space's plan comes from the ledger (recorded by M(enmasse.messaging.address_space))
+    or the connection file's C(plan).
+  - Refused, with a message naming field, value and rule - changing the type of an address, the topic
+    of a subscription or O(subscription.max_consumers); deleting an address that still holds
+    messages unless O(force=true) (the message names the address and its message count).
+author:
+  - enmasse.messaging contributors
+extends_documentation_fragment:
+  - enmasse.messaging.connection
+  - enmasse.messaging.connection.plans
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.actiongroups
+attributes:
+  action_group:
+    membership: [enmasse.messaging.all]
+  check_mode:
+    support: full
+    details: Computes and reports the same changes and diff; touches neither the broker nor the ledger.
+  diff_mode:
+    support: full
+    details: Before and after are keyed by address and hold only the changed addresses.
+  platform:
+    platforms: posix
+options:
+  address_space:
+    description:
+      - Name of the address space.
+    type: str
+    required: true
+  address:
+    description:
+      - Single form. The address (the AMQP address string, unique within the address space, no
+        whitespace, must not start with C(_!) or C(!!), no C(::)).
+      - Mutually exclusive with O(addresses) and O(definition).
+    type: str
+  type:
+    description:
+      - Single form. Type of the address. A C(brokered) space supports C(queue), C(topic),
+        C(subscription) and C(deadletter). Immutable.
+    type: str
+  plan:
+    description:
+      - Single form. Address plan (for example C(brokered-queue)); it must be allowed by the address
+        space plan and be a plan for O(type).
+    type: str
+  topic:
+    description:
+      - Single form, subscriptions only. The topic address the subscription belongs to. Immutable.
+    type: str
+  deadletter:
+    description:
+      - Single form, queues and topics. A C(deadletter) address that receives messages that could
+        not be delivered (Artemis C(deadLetterAddress)).
+    type: str
+  expiry:
+    description:
+      - Single form, queues and topics. A C(deadletter) address that receives expired messages
+        (Artemis C(expiryAddress)).
+    type: str
+  message_ttl:
+    description:
+      - Single form, queues and topics. Bounds of the time to live of messages, in milliseconds,
+        as C({minimum, maximum}) (Artemis C(minExpiryDelay) and C(maxExpiryDelay)).
+    type: dict
+  message_redelivery:
+    description:
+      - Single form, queues and topics. Redelivery as C({maximum_delivery_attempts,
+        redelivery_delay, redelivery_delay_multiplier, maximum_delivery_delay}) (delays in
+        milliseconds; Artemis C(maxDeliveryAttempts), C(redeliveryDelay), C(redeliveryMultiplier),
+        C(maxRedeliveryDelay)).
+    type: dict
+  subscription:
+    description:
+      - Single form, subscriptions only. C({max_consumers}), default C(1). Immutable.
+    type: dict
+  definition:
+    description:
+      - Single form. An EnMasse C(enmasse.io/v1beta1) C(Address) document, instead of the fields
+        above. C(metadata.name) is C(<address space>.<name>).
+    type: dict
+  addresses:
+    description:
+      - Bulk form. List of addresses, each a plain mapping with the keys of the single form
+        (C(address), C(type), C(plan), ...) or an EnMasse C(Address) document. An item may have its
+        own C(state).
+      - Mutually exclusive with the single-form options.
+    type: list
+    elements: dict
+  prune:
+    description:
+      - Bulk form. Delete the owned addresses of the address space that are not listed in
+        O(addresses). Addresses not in the ledger are never deleted.
+    type: bool
+    default: false
+  state:
+    description:
+      - C(present) creates or updates the addresses; C(absent) deletes them if they are owned.
+    type: str
+    choices: [present, absent]
+    default: present
+  force:
+    description:
+      - Allow deleting addresses that still hold messages (their messages are lost).
+    type: bool
+    default: false
+notes:
+  - A subscription cannot have settings of its own in a brokered space (Artemis applies address
+    settings per address); give them to its topic.
+seealso:
+  - module: enmasse.messaging.address_info
+  - module: enmasse.messaging.address_space
+'''
+
+EXAMPLES = r'''
+- name: One queue
+  enmasse.messaging.address:
+    address_space: myspace
+    address: orders
+    type: queue
+    plan: brokered-queue
+    deadletter: orders-dlq
+  delegate_to: "{{ groups['brokers'][0] }}"
+
+- name: Many addresses at once, removing owned ones that are not listed
+  enmasse.messaging.address:
+    address_space: myspace
+    prune: true
+    addresses:
+      - {address: orders-dlq, type: deadletter, plan: brokered-deadletter}
+      - {address: orders, type: queue, plan: brokered-queue, deadletter: orders-dlq,
+         message_redelivery: {maximum_delivery_attempts: 5, redelivery_delay: 1000}}
+      - {address: events, type: topic, plan: brokered-topic, message_ttl: {maximum: 60000}}
+      - {address: audit, type: subscription, plan: brokered-subscription, topic: events,
+         subscription: {max_consumers: 2}}
+
+- name: An EnMasse Address document
+  enmasse.messaging.address:
+    address_space: myspace
+    definition:
+      apiVersion: enmasse.io/v1beta1
+      kind: Address
+      metadata: {name: myspace.invoices}
+      spec: {address: invoices, type: queue, plan: brokered-queue}
+
+- name: Delete a queue even if it holds messages
+  enmasse.messaging.address:
+    address_space: myspace
+    address: orders
+    state: absent
+    force: true
+
+- name: Explicit connection (no connection file)
+  enmasse.messaging.address:
+    address_space: myspace
+    management_url: http://127.0.0.1:8161/console/jolokia
+    management_user: admin
+    management_password: "{{ vault_artemis_password }}"
+    broker_name: myspace
+    ledger_path: /var/lib/artemis/myspace/data/enmasse-owned.json
+    address: orders
+    type: queue
+    plan: brokered-queue
+'''
+
+RETURN = r'''
+addresses:
+  description:
+    - The addresses named in the task, each a plain address with its C(status). Settings are the
+      effective ones, the plan's values overridden by the address's own.
+    - Addresses deleted by the task have C(status.phase=Deleted).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - address: orders
+      type: queue
+      plan: brokered-queue
+      deadletter: orders-dlq
+      status: {ready: true, phase: Active, message_count: 0, consumers: 0, owned: true, messages: []}
+  contains:
+    status:
+      description: State on the broker.
+      type: dict
+      returned: always
+      contains:
+        ready:
+          description: The address exists on the broker with its queue.
+          type: bool
+          returned: always
+        phase:
+          description: C(Active), C(Configuring) (incomplete), C(Pending) (not on the broker) or C(Deleted).
+          type: str
+          returned: always
+        message_count:
+          description: Messages held (for a topic, in all its subscriptions).
+          type: int
+          returned: always
+        consumers:
+          description: Consumers attached.
+          type: int
+          returned: always
+        owned:
+          description: The address is in the ownership ledger.
+          type: bool
+          returned: always
+        messages:
+          description: Why the address is not ready.
+          type: list
+          elements: str
+          returned: always
+changes:
+  description: Names of the addresses created, updated and deleted (or that would be, in check mode).
+  returned: always
+  type: dict
+  sample: {created: [orders], updated: [], deleted: [old-queue]}
+diff:
+  description: Before and after of the changed addresses only, keyed by address.
+  returned: always
+  type: dict
+  sample: {before: {orders: {address: orders, type: queue, plan: brokered-queue}},
+           after: {orders: {address: orders, type: queue, plan: brokered-queue, deadletter: dlq}}}
+errors:
+  description: Every validation or refusal message (field, value, rule), when the task fails.
+  returned: failure
+  type: list
+  elements: str
+failed_addresses:
+  description: Addresses whose change the broker refused; the others were applied and recorded.
+  returned: failure after a partial change
+  type: list
+  elements: str
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.enmasse.messaging.plugins.module_utils import common
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import converge_addresses
+from ansible_collections.enmasse.messaging.plugins.module_utils.plans import Catalogue
+
+
+def main():
+    spec = common.argument_spec(
+        address_space=dict(type="str", required=True),
+        address=dict(type="str"),
+        type=dict(type="str"),
+        plan=dict(type="str"),
+        topic=dict(type="str"),
+        deadletter=dict(type="str"),
+        expiry=dict(type="str"),
+        message_ttl=dict(type="dict"),
+        message_redelivery=dict(type="dict"),
+        subscription=dict(type="dict"),
+        definition=dict(type="dict"),
+        addresses=dict(type="list", elements="dict"),
+        prune=dict(type="bool", default=False),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        force=dict(type="bool", default=False),
+        plans=common.PLANS_ARG,
+    )
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+
+    def action():
+        p = module.params
+        conn, ledger, space, service = common.space_context(p, p["address_space"])
+        common.check_supported(space["type"])
+        if not space["plan"]:
+            raise common.ConfigError(
+                "the plan of address space %r is not known: create it with enmasse.messaging.address_space "
+                "(which records it in the ledger %s) or add plan to the connection file %s"
+                % (space["name"], conn["ledger_path"], conn["connection_file"]))
+        catalogue = Catalogue.from_data(p["plans"])
+        present, absent, errors = common.address_inputs(p, space["name"])
+        if errors:
+            raise common.ConfigError(errors)
+        return converge_addresses(service, ledger, space, catalogue, present, absent,
+                                  prune=p["prune"], force=p["force"], check_mode=module.check_mode)
+
+    common.run_module(module, action)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: address_info
+short_description: List the addresses of an address space as they are on the broker
+version_added: "0.1.0"
+description:
+  - Reads the live broker of a C(brokered) address space and returns its addresses as plain
+    addresses (type reconstructed from routing types and queues, settings from the Artemis address
+    settings, plan from the ownership ledger) with their status and whether they are owned.
+  - Owned addresses missing on the broker are listed too, with C(status.phase=Pending).
+author:
+  - enmasse.messaging contributors
+extends_documentation_fragment:
+  - enmasse.messaging.connection
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.actiongroups
+attributes:
+  check_mode:
+    support: full
+    details: Reads only.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+  action_group:
+    membership: [enmasse.messaging.all]
+options:
+  address_space:
+    description:
+      - Name of the address space.
+    type: str
+    required: true
+  addresses:
+    description:
+      - Only these addresses (names). All when omitted.
+    type: list
+    elements: str
+  include_unowned:
+    description:
+      - Also list addresses that exist on the broker but are not in the ownership ledger (created by
+        hand or by clients). Broker-internal addresses are never listed.
+    type: bool
+    default: true
+seealso:
+  - module: enmasse.messaging.address
+'''
+
+EXAMPLES = r'''
+- name: Owned addresses of a space
+  enmasse.messaging.address_info:
+    address_space: myspace
+    include_unowned: false
+  register: owned
+
+- name: Is the orders queue empty?
+  enmasse.messaging.address_info:
+    address_space: myspace
+    addresses: [orders]
+  register: info
+  failed_when: info.addresses[0].status.message_count > 0
+'''
+
+RETURN = r'''
+addresses:
+  description:
+    - The addresses, sorted by name, each a plain address with C(status). C(plan) is C(null) for
+      addresses that are not owned. Settings shown are those the ledger records for the address plus
+      any that differ from the broker's catch-all address settings.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - address: orders
+      type: queue
+      plan: brokered-queue
+      deadletter: orders-dlq
+      status: {ready: true, phase: Active, message_count: 3, consumers: 1, owned: true, messages: []}
+    - address: DLQ
+      type: queue
+      plan: null
+      status: {ready: true, phase: Active, message_count: 0, consumers: 0, owned: false, messages: []}
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.enmasse.messaging.plugins.module_utils import common
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import address_info
+from ansible_collections.enmasse.messaging.plugins.module_utils.plans import Catalogue
+
+
+def main():
+    spec = common.argument_spec(
+        address_space=dict(type="str", required=True),
+        addresses=dict(type="list", elements="str"),
+        include_unowned=dict(type="bool", default=True),
+    )
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+
+    def action():
+        p = module.params
+        conn, ledger, space, service = common.space_context(p, p["address_space"])
+        common.check_supported(space["type"])
+        addresses = address_info(service, ledger, Catalogue.default(), p["addresses"], p["include_unowned"])
+        return {"changed": False, "addresses": addresses}
+
+    common.run_module(module, action)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: address_space
+short_description: Manage an EnMasse-style address space (tenant)
+version_added: "0.1.0"
+description:
+  - Records an address space (type, plan, authentication service) on its broker, or deletes it with
+    all the addresses it owns. Only C(brokered) address spaces (one ActiveMQ Artemis broker, deployed
+    by the C(enmasse.messaging.broker) role) are implemented; C(standard) fails as not yet supported.
+  - O(state=present) checks that the broker is reachable and is the space's broker, then records the
+    space in the ownership ledger. The type is immutable. A plan change is allowed only if the owned
+    addresses fit the new plan's quota and its address plans allow them.
+  - O(state=absent) deletes every owned address of the space (refused while a queue, subscription or
+    dead letter address still holds messages, unless O(force=true); the message lists them) and
+    clears the ledger. Addresses not created by this collection are left alone.
+author:
+  - enmasse.messaging contributors
+extends_documentation_fragment:
+  - enmasse.messaging.connection
+  - enmasse.messaging.connection.plans
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.actiongroups
+attributes:
+  action_group:
+    membership: [enmasse.messaging.all]
+  check_mode:
+    support: full
+    details: Computes and reports the same change and diff; touches neither the broker nor the ledger.
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+options:
+  name:
+    description:
+      - Name of the address space - lowercase letters, digits and C(-), starting with a letter, ending
+        with a letter or digit, at most 60 characters.
+    type: str
+    required: true
+  type:
+    description:
+      - C(brokered) or C(standard). Defaults to what the ledger or the connection file says, else
+        C(brokered). Immutable.
+    type: str
+  plan:
+    description:
+      - Address space plan, for example C(brokered-single-broker). Defaults to what the ledger or the
+        connection file says.
+    type: str
+  authentication_service:
+    description:
+      - Authentication service of the space, C({name, type}) with type C(none), C(standard) or
+        C(external). Recorded in the ledger.
+    type: dict
+  endpoints:
+    description:
+      - Endpoints of the space as in EnMasse's C(spec.endpoints). Returned as given; the endpoints in
+        C(status) are the ones the broker role wrote to the connection file.
+    type: list
+    elements: dict
+  definition:
+    description:
+      - An EnMasse C(enmasse.io/v1beta1) C(AddressSpace) document, instead of O(type), O(plan),
+        O(authentication_service) and O(endpoints). Its C(metadata.name) must be O(name).
+    type: dict
+  force:
+    description:
+      - With O(state=absent), delete owned addresses even if they hold messages.
+    type: bool
+    default: false
+  state:
+    description:
+      - C(present) records the space; C(absent) deletes its owned addresses and clears the ledger.
+    type: str
+    choices: [present, absent]
+    default: present
+seealso:
+  - module: enmasse.messaging.address_space_info
+  - module: enmasse.messaging.address
+'''
+
+EXAMPLES = r'''
+- name: A brokered address space (connection from /etc/enmasse-messaging/spaces/myspace.json)
+  enmasse.messaging.address_space:
+    name: myspace
+    type: brokered
+    plan: brokered-single-broker
+    authentication_service: {name: none-authservice, type: none}
+
+- name: The same from an EnMasse document
+  enmasse.messaging.address_space:
+    name: myspace
+    definition:
+      apiVersion: enmasse.io/v1beta1
+      kind: AddressSpace
+      metadata: {name: myspace}
+      spec: {type: brokered, plan: brokered-single-broker}
+
+- name: Delete the space and every address it owns, even with messages in them
+  enmasse.messaging.address_space:
+    name: myspace
+    state: absent
+    force: true
+'''
+
+RETURN = r'''
+address_space:
+  description:
+    - The address space as plain snake_case, with C(exists) and C(status).
+  returned: always
+  type: dict
+  sample:
+    name: myspace
+    type: brokered
+    plan: brokered-single-broker
+    authentication_service: {name: none-authservice, type: none}
+    endpoints: null
+    exists: true
+    status:
+      ready: true
+      phase: Active
+      messages: []
+      endpoints:
+        - {name: amqp, host: broker1.example.com, port: 5672, protocols: [amqp]}
+  contains:
+    exists:
+      description: The space is recorded in the ledger (after the task).
+      type: bool
+      returned: always
+    status:
+      description: C(ready), C(phase) (C(Active), C(Configuring), C(Pending), C(Failed), C(Deleted)),
+        C(messages) (problems found) and C(endpoints) (C(name), C(host), C(port), C(protocols)).
+      type: dict
+      returned: always
+changes:
+  description: With O(state=absent), the addresses deleted (C(created), C(updated), C(deleted)).
+  returned: when state is absent
+  type: dict
+diff:
+  description: The recorded space before and after (for O(state=absent), before lists the owned addresses).
+  returned: always
+  type: dict
+errors:
+  description: Every validation or refusal message when the task fails.
+  returned: failure
+  type: list
+  elements: str
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.enmasse.messaging.plugins.module_utils import common
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import converge_space, delete_space
+from ansible_collections.enmasse.messaging.plugins.module_utils.plans import Catalogue
+
+
+def main():
+    spec = common.argument_spec(
+        name=dict(type="str", required=True),
+        type=dict(type="str"),
+        plan=dict(type="str"),
+        authentication_service=dict(type="dict"),
+        endpoints=dict(type="list", elements="dict"),
+        definition=dict(type="dict"),
+        plans=common.PLANS_ARG,
+        force=dict(type="bool", default=False),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+    )
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+
+    def action():
+        p = module.params
+        conn, ledger, space, service = common.space_context(p, p["name"])
+        catalogue = Catalogue.from_data(p["plans"])
+        if p["state"] == "absent":
+            common.check_supported(space["type"])
+            return delete_space(service, ledger, p["name"], catalogue, force=p["force"],
+                                check_mode=module.check_mode)
+        desired = common.space_input(p, ledger.space, conn)
+        return converge_space(service, ledger, desired, catalogue, conn.get("endpoints") or p["endpoints"],
+                              check_mode=module.check_mode)
+
+    common.run_module(module, action)
+
+
+if __name__ == "__main__":
+    main()

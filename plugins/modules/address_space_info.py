@@ -1,0 +1,116 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: address_space_info
+short_description: Show an address space and the health of its broker
+version_added: "0.1.0"
+description:
+  - Returns the address space as recorded in the ownership ledger (type, plan, authentication
+    service), whether it exists, and its status read from the live broker.
+  - When there is no connection file for the space and no connection option is given, returns
+    C(exists=false) instead of failing.
+author:
+  - enmasse.messaging contributors
+extends_documentation_fragment:
+  - enmasse.messaging.connection
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.actiongroups
+attributes:
+  action_group:
+    membership: [enmasse.messaging.all]
+  check_mode:
+    support: full
+    details: Reads only.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  name:
+    description:
+      - Name of the address space.
+    type: str
+    required: true
+seealso:
+  - module: enmasse.messaging.address_space
+'''
+
+EXAMPLES = r'''
+- name: Wait until the space is ready
+  enmasse.messaging.address_space_info:
+    name: myspace
+  register: space
+  until: space.address_space.status.ready
+  retries: 30
+  delay: 2
+'''
+
+RETURN = r'''
+address_space:
+  description: The address space as plain snake_case with C(exists) and C(status).
+  returned: always
+  type: dict
+  sample:
+    name: myspace
+    type: brokered
+    plan: brokered-single-broker
+    authentication_service: null
+    exists: true
+    owned_addresses: 12
+    status:
+      ready: true
+      phase: Active
+      messages: []
+      endpoints:
+        - {name: amqp, host: broker1.example.com, port: 5672, protocols: [amqp]}
+  contains:
+    exists:
+      description: The space is recorded in the ledger.
+      type: bool
+      returned: always
+    owned_addresses:
+      description: Number of addresses in the ownership ledger.
+      type: int
+      returned: when exists
+    status:
+      description: C(ready) (the broker answers and is started), C(phase) (C(Active), C(Pending) when
+        not recorded, C(Failed) when the broker cannot be read), C(messages) and C(endpoints).
+      type: dict
+      returned: always
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.enmasse.messaging.plugins.module_utils import common
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import space_info, space_result
+
+
+def main():
+    spec = common.argument_spec(name=dict(type="str", required=True))
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+
+    def action():
+        p = module.params
+        name = p["name"]
+        explicit = any(p.get(k) is not None for k in common.CONNECTION_ARGS)
+        path = common.connection_file_path(p, name)
+        if not explicit and common.read_connection_file(path) is None:
+            status = {"ready": False, "phase": "Pending", "endpoints": [],
+                      "messages": ["no connection file %s: the address space is not deployed" % path]}
+            return {"changed": False, "address_space": space_result(name, None, status)}
+        conn, ledger, space, service = common.space_context(p, name)
+        common.check_supported(space["type"])
+        return {"changed": False, "address_space": space_info(service, ledger, name, conn.get("endpoints"))}
+
+    common.run_module(module, action)
+
+
+if __name__ == "__main__":
+    main()
