@@ -92,16 +92,7 @@ class Placement(object):
 
 
 def _fits(totals, item, limits):
-    if not limits:
-        return True
-    want = {"router": totals["router"] + item.router,
-            "broker": totals["broker"] + item.broker}
-    want["aggregate"] = want["router"] + want["broker"]
-    for key in ("router", "broker", "aggregate"):
-        lim = limits.get(key)
-        if lim is not None and want[key] > lim + EPS:
-            return False
-    return True
+    return not exceeded_resources(totals, item, limits)
 
 
 def exceeded_resources(totals, item, limits):
