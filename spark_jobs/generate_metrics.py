@@ -1,0 +1,740 @@
+#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Synthetic platform metrics in the metrics-store schema (docs/metrics-schema.md).
+
+Deterministic for a given seed. Writes
+
+  <out>/addresses/date=YYYY-MM-DD/address_space=<space>/part-NNNNN.parquet
+  <out>/nodes/date=YYYY-MM-DD/address_space=<space or _infra>/part-00000.parquet
+  <out>/model.json    address spaces, addresses, plans in force, current placement
+  <out>/truth.json    the known answers (true average rates, growth, hot/idle, ...)
+
+The scenario follows the collector's conventions (plugins/module_utils/metrics.py):
+brokers of standard address spaces are infrastructure nodes shared by the
+standard spaces of that infrastructure (node rows under ``_infra``), a
+brokered space has its own broker (node rows under the space), routers are
+infrastructure nodes. Two infrastructures:
+
+* ``prod``: routers prod-router-0/1, brokers prod-broker-0/1.
+  ``tenant-a`` (standard, standard-medium): three hot queues, two of them on
+  prod-broker-0, a partitioned queue, a topic with a subscription, anycast and
+  multicast addresses, a bursty queue, an idle queue, a backlog queue
+  (consumers slower than producers), a queue whose plan changed and, in the
+  model only, a new queue without metrics. prod-broker-1 restarts on day 2 at
+  10:00:30 (counters restart from 0, uptime drops).
+  ``tenant-c`` (brokered, brokered-single-broker, broker tenant-c-broker-0):
+  steady queues and a topic.
+* ``edge``: router edge-router-0, brokers edge-broker-0/1/2.
+  ``tenant-b`` (standard, standard-small): light load, a bursty queue, an idle
+  queue, an address in the metrics but not in the model, and a 15 minute
+  collector outage on day 1 at 03:00.
+* more spaces (``--spaces`` > 3) alternate standard/brokered light tenants
+  over the two infrastructures.
+
+Every rate grows linearly by ``--growth`` (relative to the start) per day and
+follows a daily cycle; message counters are Poisson. Memory bounded: rows are
+produced per chunk of addresses and written per day. ``--target-samples N``
+picks the number of addresses that gives about N samples (rows) in total.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import shutil
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+INFRA_ROUTERS = {"prod": (["prod-router-0", "prod-router-1"], [0.6, 0.4]),
+                 "edge": (["edge-router-0"], [1.0])}
+SHARED = "_infra"
+CHUNK_ADDRESSES = 256
+
+ADDRESS_SCHEMA = pa.schema([
+    ("ts", pa.timestamp("us", tz="UTC")),
+    ("infra", pa.string()),
+    ("address_space", pa.string()),
+    ("address", pa.string()),
+    ("address_type", pa.string()),
+    ("plan", pa.string()),
+    ("node", pa.string()),
+    ("node_kind", pa.string()),
+    ("messages_added", pa.int64()),
+    ("messages_acknowledged", pa.int64()),
+    ("message_count", pa.int64()),
+    ("consumer_count", pa.int32()),
+    ("persistent_size", pa.int64()),
+    ("address_size", pa.int64()),
+    ("deliveries_ingress", pa.int64()),
+    ("deliveries_egress", pa.int64()),
+    ("links", pa.int32()),
+])
+
+NODE_SCHEMA = pa.schema([
+    ("ts", pa.timestamp("us", tz="UTC")),
+    ("infra", pa.string()),
+    ("address_space", pa.string()),
+    ("node", pa.string()),
+    ("node_kind", pa.string()),
+    ("memory_used", pa.int64()),
+    ("memory_max", pa.int64()),
+    ("disk_used", pa.int64()),
+    ("disk_max", pa.int64()),
+    ("connections", pa.int32()),
+    ("links", pa.int32()),
+    ("uptime_ms", pa.int64()),
+])
+
+PLAN_FOR = {
+    ("standard", "queue"): "standard-small-queue",
+    ("standard", "topic"): "standard-small-topic",
+    ("standard", "subscription"): "standard-small-subscription",
+    ("standard", "anycast"): "standard-small-anycast",
+    ("standard", "multicast"): "standard-small-multicast",
+    ("brokered", "queue"): "brokered-queue",
+    ("brokered", "topic"): "brokered-topic",
+}
+
+
+# ------------------------------------------------------------------ scenario
+
+def _space_specs(n_spaces):
+    specs = [
+        {"name": "tenant-a", "infra": "prod", "type": "standard", "plan": "standard-medium", "share": 0.4},
+        {"name": "tenant-b", "infra": "edge", "type": "standard", "plan": "standard-small", "share": 0.3},
+        {"name": "tenant-c", "infra": "prod", "type": "brokered", "plan": "brokered-single-broker",
+         "share": 0.3},
+    ]
+    for i in range(3, n_spaces):
+        std = i % 2 == 1
+        specs.append({"name": "tenant-%s" % _letters(i), "infra": "prod" if i % 4 < 2 else "edge",
+                      "type": "standard" if std else "brokered",
+                      "plan": "standard-large" if std else "brokered-single-broker", "share": 0.3})
+    specs = specs[:n_spaces]
+    tot = sum(s["share"] for s in specs)
+    for s in specs:
+        s["share"] /= tot
+    return specs
+
+
+def _letters(i):
+    s = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        s = chr(ord("a") + r) + s
+    return s
+
+
+def build_scenario(n_addresses, n_spaces, rng):
+    """(spaces, infras): spaces with their addresses (each with its generation
+    parameters); infras with their routers and shared broker pool."""
+    specs = _space_specs(n_spaces)
+    counts = [max(4, int(round(n_addresses * s["share"]))) for s in specs]
+    if n_addresses > sum(counts):
+        counts[0] += n_addresses - sum(counts)
+    infras = {}
+    for sp in specs:
+        inf = infras.setdefault(sp["infra"], {"name": sp["infra"], "routers": list(INFRA_ROUTERS[sp["infra"]][0]),
+                                              "router_share": list(INFRA_ROUTERS[sp["infra"]][1]),
+                                              "brokers": [], "std_addresses": 0})
+        if sp["type"] == "standard":
+            inf["std_addresses"] += counts[specs.index(sp)]
+    for name, inf in infras.items():
+        base = 2 if name == "prod" else 3
+        n_b = max(base, int(math.ceil(inf["std_addresses"] * 0.01 / 0.5)))
+        inf["brokers"] = ["%s-broker-%d" % (name, i) for i in range(n_b)] if inf["std_addresses"] else []
+        inf["rr"] = 0
+    out = []
+    for spec, n in zip(specs, counts):
+        name, stype, infra = spec["name"], spec["type"], infras[spec["infra"]]
+        brokers = list(infra["brokers"]) if stype == "standard" else ["%s-broker-0" % name]
+        addrs = []
+
+        def add(address, atype, **kw):
+            a = {"address": address, "type": atype, "plan": kw.pop("plan", PLAN_FOR[(stype, atype)]),
+                 "base": kw.pop("base", float(rng.uniform(0.5, 8.0))),
+                 "amp": kw.pop("amp", float(rng.uniform(0.2, 0.5))),
+                 "phase": kw.pop("phase", float(rng.uniform(0.35, 0.65))),
+                 "egress_ratio": kw.pop("egress_ratio", 1.0),
+                 "consumers": kw.pop("consumers", int(rng.integers(1, 4))),
+                 "msg_size": kw.pop("msg_size", int(rng.choice([256, 512, 1024, 2048, 4096]))),
+                 "burst": kw.pop("burst", None), "hot": kw.pop("hot", False),
+                 "idle": kw.pop("idle", False), "backlog": kw.pop("backlog", False),
+                 "brokers": kw.pop("brokers", None), "topic": kw.pop("topic", None),
+                 "metrics_plan": kw.pop("metrics_plan", None),
+                 "in_model": kw.pop("in_model", True), "in_metrics": kw.pop("in_metrics", True),
+                 "fanout": kw.pop("fanout", 1)}
+            assert not kw, kw
+            addrs.append(a)
+            return a
+
+        if name == "tenant-a":
+            for i in range(3):
+                add("hot-%d" % i, "queue", plan="standard-medium-queue", base=3000.0, amp=0.3,
+                    phase=0.5, hot=True, consumers=4, msg_size=512,
+                    brokers=[brokers[0] if i < 2 else brokers[1]])
+            add("partitioned", "queue", plan="standard-small-partitioned-queue", base=20.0,
+                brokers=brokers[:2])
+            add("events", "topic", base=10.0)
+            add("audit", "subscription", topic="events", base=10.0)
+            add("rpc", "anycast", base=50.0, consumers=2)
+            add("broadcast", "multicast", base=5.0, fanout=3, consumers=3)
+            add("bursty", "queue", base=2.0, burst={"start_h": 14.0, "minutes": 20, "rate": 400.0})
+            add("idle-a", "queue", base=0.0, consumers=0, idle=True)
+            add("backlog", "queue", base=4.0, egress_ratio=0.9, backlog=True)
+            add("orders", "queue", plan="standard-medium-queue", metrics_plan="standard-small-queue",
+                base=6.0)
+        elif name == "tenant-b":
+            add("bursty-b", "queue", base=1.0, burst={"start_h": 9.0, "minutes": 10, "rate": 200.0})
+            add("idle-b", "queue", base=0.0, consumers=0, idle=True)
+            add("legacy", "queue", base=1.0, in_model=False)
+            add("ping", "anycast", base=2.0)
+        else:
+            if stype == "standard":
+                add("ping", "anycast", base=2.0)
+            else:
+                add("events", "topic", base=8.0)
+        i = 0
+        while len(addrs) < n:
+            atype = "queue"
+            if stype == "standard" and i % 7 == 6:
+                atype = "anycast"
+            add("q-%05d" % i, atype, base=float(rng.uniform(10.0, 30.0)) if stype == "brokered" else
+                float(rng.uniform(0.5, 8.0)))
+            i += 1
+        if name == "tenant-a":
+            add("new-queue", "queue", in_metrics=False)
+        # current placement: round robin over the pool (hot queues pinned above)
+        by_name = dict((a["address"], a) for a in addrs)
+        for a in addrs:
+            if a["type"] in ("anycast", "multicast"):
+                a["brokers"] = []
+            elif a["type"] == "subscription":
+                a["brokers"] = None
+            elif a["brokers"] is None:
+                if stype == "standard":
+                    a["brokers"] = [brokers[infra["rr"] % len(brokers)]]
+                    infra["rr"] += 1
+                else:
+                    a["brokers"] = list(brokers)
+        for a in addrs:
+            if a["type"] == "subscription":
+                a["brokers"] = list(by_name[a["topic"]]["brokers"])
+            if a["type"] == "topic":
+                a["egress_ratio"] = 0.0    # a topic row counts what was published; subscriptions the rest
+        out.append({"name": name, "infra": spec["infra"], "type": stype, "plan": spec["plan"],
+                    "brokers": brokers, "routers": infra["routers"] if stype == "standard" else [],
+                    "router_share": infra["router_share"], "addresses": addrs})
+    return out, infras
+
+
+def series_per_sample(scenario):
+    spaces, infras = scenario
+    n = 0
+    for sp in spaces:
+        for a in sp["addresses"]:
+            if not a["in_metrics"]:
+                continue
+            if a["type"] not in ("anycast", "multicast"):
+                n += len(a["brokers"])
+            n += len(sp["routers"])
+        if sp["type"] == "brokered":
+            n += 1
+    for inf in infras.values():
+        n += len(inf["brokers"]) + len(inf["routers"])
+    return n
+
+
+# --------------------------------------------------------------- generation
+
+class Clock(object):
+    def __init__(self, start, days, interval, rng):
+        self.start = start
+        self.n = int(round(days * 86400 / interval))
+        jitter = rng.uniform(0.0, 2.0, self.n)
+        jitter[0] = 0.0
+        self.t = start.timestamp() + np.arange(self.n) * float(interval) + jitter   # epoch s
+        self.days = (self.t - start.timestamp()) / 86400.0
+        self.dt = np.diff(self.t, prepend=self.t[0])
+        self.ts_us = (self.t * 1e6).astype(np.int64)
+        day_index = np.floor(self.days).astype(np.int64)
+        self.day_ranges = []
+        for d in np.unique(day_index):
+            idx = np.nonzero(day_index == d)[0]
+            self.day_ranges.append(((start + dt.timedelta(days=int(d))).date().isoformat(),
+                                    int(idx[0]), int(idx[-1]) + 1))
+
+
+def rate_curve(a, clock, growth):
+    """Expected rate (msg/s) at each interval's midpoint (index 0: no interval)."""
+    tm = clock.t - clock.dt / 2.0
+    d = (tm - clock.start.timestamp()) / 86400.0
+    lam = a["base"] * (1.0 + growth * d) * (1.0 + a["amp"] * np.sin(2 * np.pi * (d - a["phase"] + 0.25)))
+    if a["burst"]:
+        h = (d % 1.0) * 24.0
+        b = a["burst"]
+        lam = lam + np.where((h >= b["start_h"]) & (h < b["start_h"] + b["minutes"] / 60.0), b["rate"], 0.0)
+    lam = np.maximum(lam, 0.0)
+    lam[0] = 0.0
+    return lam
+
+
+def _split(inc, shares):
+    """Split integer increments by shares (deterministic, sums exactly)."""
+    parts = []
+    left = inc.copy()
+    for s in shares[:-1]:
+        p = np.floor(inc * s).astype(np.int64)
+        parts.append(p)
+        left = left - p
+    parts.append(left)
+    return parts
+
+
+def _restart_counter(cum_inc, clock, restart_t):
+    """Counter as reported by a node that restarted at restart_t: after the
+    restart it counts from zero."""
+    if restart_t is None:
+        return cum_inc
+    k = int(np.searchsorted(clock.t, restart_t))   # first sample after the restart
+    if k <= 0 or k >= clock.n:
+        return cum_inc
+    inc = np.diff(cum_inc, prepend=cum_inc[0])
+    frac = (restart_t - clock.t[k - 1]) / (clock.t[k] - clock.t[k - 1])
+    before = int(math.floor(inc[k] * frac))
+    out = cum_inc.copy()
+    out[k:] = np.cumsum(inc[k:]) - before
+    return out
+
+
+class Writer(object):
+    def __init__(self, root, clock):
+        self.root = root
+        self.clock = clock
+        self.rows = 0
+        self.files = 0
+        self.part = {}
+
+    def write(self, kind, space, cols, schema):
+        """cols: name -> list (one entry per series) of numpy arrays over the
+        whole time range, or scalars (str/int/None); one file per day."""
+        n_series = len(cols["ts"])
+        if not n_series:
+            return
+        for date, i0, i1 in self.clock.day_ranges:
+            length = i1 - i0
+            arrays = []
+            for f in schema:
+                vals = cols[f.name]
+                if pa.types.is_string(f.type):
+                    uniq = sorted(set(v for v in vals if v is not None))
+                    code = dict((v, i) for i, v in enumerate(uniq))
+                    idx = np.repeat(np.array([code.get(v, -1) for v in vals], dtype=np.int32), length)
+                    mask = idx < 0
+                    ind = pa.array(np.where(mask, 0, idx), type=pa.int32(), mask=mask if mask.any() else None)
+                    arrays.append(pa.DictionaryArray.from_arrays(ind, pa.array(uniq, type=pa.string()))
+                                  .cast(pa.string()))
+                    continue
+                np_type = np.int64 if f.name == "ts" or pa.types.is_int64(f.type) else np.int32
+                data = np.empty(n_series * length, dtype=np_type)
+                mask = None
+                for j, v in enumerate(vals):
+                    sl = slice(j * length, (j + 1) * length)
+                    if v is None:
+                        if mask is None:
+                            mask = np.zeros(n_series * length, dtype=bool)
+                        mask[sl] = True
+                        data[sl] = 0
+                    elif isinstance(v, np.ndarray):
+                        data[sl] = v[i0:i1]
+                    else:
+                        data[sl] = v
+                arr = pa.array(data, mask=mask)
+                arrays.append(arr.cast(f.type) if f.name == "ts" else arr)
+            table = pa.Table.from_arrays(arrays, schema=schema)
+            drop = cols.get("_drop")
+            if drop is not None and drop[i0:i1].any():
+                keep = np.tile(~drop[i0:i1], n_series)
+                table = table.filter(pa.array(keep))
+            d = os.path.join(self.root, kind, "date=%s" % date, "address_space=%s" % space)
+            os.makedirs(d, exist_ok=True)
+            key = (kind, date, space)
+            n = self.part.get(key, 0)
+            self.part[key] = n + 1
+            pq.write_table(table, os.path.join(d, "part-%05d.parquet" % n), compression="snappy")
+            self.rows += table.num_rows
+            self.files += 1
+
+
+def generate(out, seed=42, n_addresses=30, n_spaces=3, days=2.0, interval=60, growth=0.05,
+             start="2024-03-04", target_samples=None, quiet=False):
+    rng = np.random.default_rng(seed)
+    if target_samples:
+        n_addresses = choose_addresses(target_samples, n_spaces, days, interval, seed)
+    scenario, infras = build_scenario(n_addresses, n_spaces, np.random.default_rng(seed + 1))
+    start_dt = dt.datetime.strptime(start, "%Y-%m-%d").replace(tzinfo=dt.timezone.utc)
+    clock = Clock(start_dt, days, interval, rng)
+    if os.path.exists(out):
+        for sub in ("addresses", "nodes"):
+            shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
+    os.makedirs(out, exist_ok=True)
+    writer = Writer(out, clock)
+    t0 = time.time()
+
+    restart = None
+    if days >= 2:
+        restart = {"node": "prod-broker-1", "t": start_dt.timestamp() + 86400 + 10 * 3600 + 30.5}
+    outage = {"space": "tenant-b", "from": start_dt.timestamp() + 3 * 3600 - 1,
+              "to": start_dt.timestamp() + 3 * 3600 + 15 * 60 - 1}
+    outage_mask = (clock.t >= outage["from"]) & (clock.t < outage["to"])
+
+    truth = {"seed": seed, "interval_seconds": interval, "days": days,
+             "start": start_dt.isoformat(), "growth": {"relative_per_day": growth},
+             "addresses": {}, "hot": [], "idle": [], "backlog": [], "bursty": [],
+             "restarts": [], "outages": [], "not_in_model": [], "not_in_metrics": [],
+             "plan_changes": [], "brokers": {}, "routers": {}, "infras": {}}
+    if restart:
+        truth["restarts"].append({"node": restart["node"],
+                                  "time": dt.datetime.fromtimestamp(restart["t"], dt.timezone.utc).isoformat()})
+    truth["outages"].append({"address_space": outage["space"],
+                             "from": dt.datetime.fromtimestamp(outage["from"], dt.timezone.utc).isoformat(),
+                             "to": dt.datetime.fromtimestamp(outage["to"], dt.timezone.utc).isoformat()})
+    acc = {"broker_bytes": {}, "router_links": {}, "router_addr": {}, "daily_in": {}}
+    for name, inf in infras.items():
+        truth["brokers"][name] = list(inf["brokers"])
+        truth["routers"][name] = list(inf["routers"])
+        for r in inf["routers"]:
+            acc["router_links"][r] = np.zeros(clock.n)
+        acc["router_addr"][name] = {"anycast": 0, "queue_topic": 0}
+    total_span = clock.t[-1] - clock.t[0]
+    days_idx = np.floor(clock.days).astype(int)
+    space_of_infra = {}
+    for sp in scenario:
+        space, stype = sp["name"], sp["type"]
+        space_of_infra.setdefault(sp["infra"], []).append(space)
+        truth["infras"].setdefault(sp["infra"], []).append(space)
+        if stype == "brokered":
+            truth["brokers"][space] = list(sp["brokers"])
+        drop = outage_mask if space == outage["space"] else None
+        addrs = [a for a in sp["addresses"] if a["in_metrics"]]
+        for c0 in range(0, len(addrs), CHUNK_ADDRESSES):
+            cols = dict((f.name, []) for f in ADDRESS_SCHEMA)
+            for a in addrs[c0:c0 + CHUNK_ADDRESSES]:
+                _address_series(a, sp, clock, growth, rng, restart, cols, acc, truth, total_span, days_idx)
+            if drop is not None:
+                cols["_drop"] = drop
+            writer.write("addresses", space, cols, ADDRESS_SCHEMA)
+        for a in sp["addresses"]:
+            key = "%s/%s" % (space, a["address"])
+            if not a["in_model"]:
+                truth["not_in_model"].append(key)
+            if not a["in_metrics"]:
+                truth["not_in_metrics"].append(key)
+            if a["metrics_plan"]:
+                truth["plan_changes"].append({"address": key, "from": a["metrics_plan"], "to": a["plan"]})
+        if stype == "brokered":
+            ncols = dict((f.name, []) for f in NODE_SCHEMA)
+            _broker_nodes(ncols, sp["infra"], space, sp["brokers"], clock, growth, rng, restart, acc,
+                          standard=False)
+            if drop is not None:
+                ncols["_drop"] = drop
+            writer.write("nodes", space, ncols, NODE_SCHEMA)
+    # infrastructure nodes: shared brokers and routers (node rows under _infra)
+    ncols = dict((f.name, []) for f in NODE_SCHEMA)
+    for name in sorted(infras):
+        inf = infras[name]
+        _broker_nodes(ncols, name, SHARED, inf["brokers"], clock, growth, rng, restart, acc, standard=True,
+                      n_routers=len(inf["routers"]))
+        ra = acc["router_addr"][name]
+        for r, share in zip(inf["routers"], inf["router_share"]):
+            conns = np.round(300 * share * len(inf["routers"]) * (1.0 + growth * clock.days)
+                             * (1 + 0.3 * np.sin(2 * np.pi * (clock.days - 0.25))))
+            links = acc["router_links"][r]
+            mem = (50 * 2 ** 20 + 7 * 1024 * ra["anycast"] + 32 * 1024 * ra["queue_topic"]
+                   + 120 * 1024 * conns + links * 4096 + rng.normal(0, 2 ** 20, clock.n))
+            _node(ncols, clock, name, SHARED, r, "router", memory_used=mem, memory_max=2 ** 30, disk_used=None,
+                  disk_max=None, connections=conns, links=links,
+                  uptime=float(rng.uniform(1, 30)) * 86400e3 + (clock.t - clock.t[0]) * 1e3)
+    writer.write("nodes", SHARED, ncols, NODE_SCHEMA)
+
+    # growth truth: slope of the daily mean of the expected total ingress (all infras)
+    daily_in = acc["daily_in"]
+    dkeys = sorted(daily_in)
+    full = [d for d in dkeys if daily_in[d]["dt"] > 0.9 * 86400]
+    truth["growth"]["daily_mean_total_ingress"] = dict(
+        ((start_dt + dt.timedelta(days=int(d))).date().isoformat(), daily_in[d]["exp"] / daily_in[d]["dt"])
+        for d in dkeys)
+    truth["growth"]["daily_mean_total_ingress_slope_per_day"] = (
+        float(np.polyfit(np.array(full, dtype=float),
+                         np.array([daily_in[d]["exp"] / daily_in[d]["dt"] for d in full]), 1)[0])
+        if len(full) >= 2 else None)
+    truth["growth"]["total_base_ingress"] = float(sum(
+        a["base"] for sp in scenario for a in sp["addresses"] if a["in_metrics"]))
+    if n_spaces == 3 and n_addresses <= 60:
+        truth["expected"] = {
+            "spaces": {
+                "tenant-a": {"verdict": "under-provisioned", "brokers_change": 1, "binding_resource": "msg_rate",
+                             "why": "3 hot queues of ~0.55 broker each cannot share a broker; 2 sit on "
+                                    "prod-broker-0"},
+                "tenant-b": {"verdict": "over-provisioned", "brokers_change": -2, "why": "light load on 3 brokers"},
+                "tenant-c": {"verdict": "right-provisioned", "brokers_change": 0,
+                             "why": "brokered: a single, moderately loaded broker"},
+            },
+            "infras": {
+                "prod": {"verdict": "under-provisioned", "brokers_add": 1, "brokers_remove": 0,
+                         "routers_change": -1},
+                "edge": {"verdict": "over-provisioned", "brokers_add": 0, "brokers_remove": 2,
+                         "routers_change": 0},
+            },
+            "moved_hot_queue_from": "prod-broker-0",
+        }
+    truth["samples"] = writer.rows
+    truth["files"] = writer.files
+    truth["n_addresses"] = sum(len(sp["addresses"]) for sp in scenario)
+    truth["generate_seconds"] = round(time.time() - t0, 3)
+    model = model_document(scenario)
+    _write_json(os.path.join(out, "truth.json"), truth)
+    _write_json(os.path.join(out, "model.json"), model)
+    if not quiet:
+        print("wrote %d samples in %d files to %s in %.1fs" % (writer.rows, writer.files, out, time.time() - t0))
+    return truth
+
+
+def _broker_nodes(ncols, infra, scope, brokers, clock, growth, rng, restart, acc, standard, n_routers=0):
+    for b in brokers:
+        held = acc["broker_bytes"].get(b, np.zeros(clock.n))
+        up0 = float(rng.uniform(1, 30)) * 86400e3
+        uptime = up0 + (clock.t - clock.t[0]) * 1e3
+        if restart and restart["node"] == b:
+            after = clock.t >= restart["t"]
+            uptime = np.where(after, (clock.t - restart["t"]) * 1e3, uptime)
+        if standard:
+            conns = np.full(clock.n, 2 * n_routers)
+        else:
+            conns = np.round(50 * (1.0 + growth * clock.days) * (1 + 0.3 * np.sin(2 * np.pi * (clock.days - 0.25))))
+        gmax = 1 * 2 ** 30
+        # AddressMemoryUsage (paged messages in memory) against GlobalMaxSize, as the collector reports
+        mem = np.minimum(held + 8 * 2 ** 20 + rng.normal(0, 2 ** 20, clock.n), 0.98 * gmax)
+        _node(ncols, clock, infra, scope, b, "broker", memory_used=np.maximum(mem, 0), memory_max=gmax,
+              disk_used=50 * 2 ** 20 + 1.05 * held + np.abs(rng.normal(0, 2 ** 20, clock.n)),
+              disk_max=20 * 2 ** 30, connections=conns, links=None, uptime=uptime)
+
+
+def _address_series(a, sp, clock, growth, rng, restart, cols, acc, truth, total_span, days_idx):
+    space, stype, infra = sp["name"], sp["type"], sp["infra"]
+    atype = a["type"]
+    routers, rshare = sp["routers"], sp["router_share"]
+    lam = rate_curve(a, clock, growth)
+    exp_in = lam * clock.dt
+    inc_in = rng.poisson(exp_in).astype(np.int64)
+    exp_out = exp_in * a["egress_ratio"] * a["fanout"]
+    offset = int(rng.integers(0, 10 ** 6)) if not a["idle"] else int(rng.integers(0, 10 ** 4))
+    key = "%s/%s" % (space, a["address"])
+    plan_in_metrics = a["metrics_plan"] or a["plan"]
+    for d in np.unique(days_idx):
+        m = days_idx == d
+        day = acc["daily_in"].setdefault(int(d), {"exp": 0.0, "dt": float(clock.dt[m].sum())})
+        day["exp"] += float(exp_in[m].sum())
+    truth["addresses"][key] = {
+        "infra": infra, "address_space": space, "type": atype, "plan": a["plan"],
+        "ingress_avg": float(exp_in.sum() / total_span),
+        "egress_avg": float(exp_out.sum() / total_span),
+        "brokers": list(a["brokers"] or []), "msg_size": a["msg_size"],
+    }
+    for flag in ("hot", "idle", "backlog"):
+        if a[flag]:
+            truth[flag].append(key)
+    if a["burst"]:
+        truth["bursty"].append(key)
+    ra = acc["router_addr"].get(infra) if routers else None
+
+    if atype in ("anycast", "multicast"):
+        ra["anycast"] += 1
+        inc_out = rng.poisson(exp_out).astype(np.int64)
+        for r, pin, pout, share in zip(routers, _split(inc_in, rshare), _split(inc_out, rshare), rshare):
+            links = np.full(clock.n, max(1, int(round((a["consumers"] + 2) * share))), dtype=np.int64)
+            acc["router_links"][r] += links
+            _arow(cols, clock, infra, space, a, plan_in_metrics, r, "router",
+                  deliveries_ingress=offset + np.cumsum(pin), deliveries_egress=offset + np.cumsum(pout),
+                  message_count=0, links=links, consumer_count=max(0, int(round(a["consumers"] * share))))
+        return
+
+    if ra is not None:
+        ra["queue_topic"] += 1
+    brokers = a["brokers"]
+    n_parts = len(brokers)
+    if a["idle"]:
+        depth0 = int(rng.integers(0, 200))
+        added = np.full(clock.n, offset, dtype=np.int64)
+        depth = np.full(clock.n, depth0, dtype=np.int64)
+        acked = added - depth
+    elif a["backlog"]:
+        inc_out = rng.poisson(exp_in * a["egress_ratio"]).astype(np.int64)
+        added = offset + np.cumsum(inc_in)
+        acked = np.minimum((offset - 50) + np.cumsum(inc_out), added)
+        depth = added - acked
+    elif atype == "topic":
+        added = offset + np.cumsum(inc_in)
+        acked = np.zeros(clock.n, dtype=np.int64)
+        depth = rng.poisson(np.maximum(lam, 0) * 0.5).astype(np.int64)   # held for its subscriptions
+    else:
+        added = offset + np.cumsum(inc_in)
+        depth = rng.poisson(np.maximum(lam, 0) * 0.5).astype(np.int64)
+        acked = np.maximum.accumulate(added - depth)
+        depth = added - acked
+    size = depth * a["msg_size"]
+    inc_add = np.diff(added, prepend=added[0])
+    inc_ack = np.diff(acked, prepend=acked[0])
+    shares = [1.0 / n_parts] * n_parts
+    add_parts = _split(inc_add, shares)
+    depth_parts = _split(depth, shares)
+    for p, b in enumerate(brokers):
+        cum_add = added[0] // n_parts + np.cumsum(add_parts[p])
+        rs = restart["t"] if restart and restart["node"] == b else None
+        if atype == "topic":
+            # the collector's topic row: published count and AddressSize; the
+            # stored messages are counted on the subscriptions' rows
+            _arow(cols, clock, infra, space, a, plan_in_metrics, b, "broker",
+                  messages_added=_restart_counter(cum_add, clock, rs), messages_acknowledged=0,
+                  message_count=0, consumer_count=0, persistent_size=0,
+                  address_size=depth_parts[p] * a["msg_size"], links=0)
+            continue
+        cum_ack = np.maximum.accumulate(cum_add - depth_parts[p])
+        d = cum_add - cum_ack
+        psize = d * a["msg_size"]
+        acc["broker_bytes"][b] = acc["broker_bytes"].get(b, np.zeros(clock.n)) + psize
+        consumers = 2 * len(routers) if stype == "standard" else a["consumers"]
+        _arow(cols, clock, infra, space, a, plan_in_metrics, b, "broker",
+              messages_added=_restart_counter(cum_add, clock, rs),
+              messages_acknowledged=_restart_counter(cum_ack, clock, rs), message_count=d,
+              consumer_count=consumers, persistent_size=psize,
+              address_size=(np.full(clock.n, 0) if atype != "subscription" else None), links=consumers)
+    tr = truth["addresses"][key]
+    tr["size_latest"] = 0 if atype == "topic" else int(size[-1])
+    tr["depth_latest"] = 0 if atype == "topic" else int(depth[-1])
+    for r, pin, pout, share in zip(routers, _split(inc_add, rshare), _split(inc_ack, rshare), rshare):
+        links = np.full(clock.n, max(1, int(round((a["consumers"] + 1) * share))) + 2 * n_parts, dtype=np.int64)
+        acc["router_links"][r] += links
+        _arow(cols, clock, infra, space, a, plan_in_metrics, r, "router",
+              deliveries_ingress=offset + np.cumsum(pin), deliveries_egress=offset + np.cumsum(pout),
+              message_count=0, links=links, consumer_count=max(0, int(round(a["consumers"] * share))))
+
+
+def _arow(cols, clock, infra, space, a, plan, node, kind, messages_added=None, messages_acknowledged=None,
+          message_count=None, consumer_count=None, persistent_size=None, address_size=None,
+          deliveries_ingress=None, deliveries_egress=None, links=None):
+    cols["ts"].append(clock.ts_us)
+    cols["infra"].append(infra)
+    cols["address_space"].append(space)
+    cols["address"].append(a["address"])
+    cols["address_type"].append(a["type"])
+    cols["plan"].append(plan)
+    cols["node"].append(node)
+    cols["node_kind"].append(kind)
+    cols["messages_added"].append(messages_added)
+    cols["messages_acknowledged"].append(messages_acknowledged)
+    cols["message_count"].append(message_count)
+    cols["consumer_count"].append(consumer_count)
+    cols["persistent_size"].append(persistent_size)
+    cols["address_size"].append(address_size)
+    cols["deliveries_ingress"].append(deliveries_ingress)
+    cols["deliveries_egress"].append(deliveries_egress)
+    cols["links"].append(links)
+
+
+def _node(cols, clock, infra, scope, node, kind, memory_used, memory_max, disk_used, disk_max, connections, links,
+          uptime):
+    def arr(v):
+        return np.round(v).astype(np.int64) if isinstance(v, np.ndarray) else v
+    cols["ts"].append(clock.ts_us)
+    cols["infra"].append(infra)
+    cols["address_space"].append(scope)
+    cols["node"].append(node)
+    cols["node_kind"].append(kind)
+    cols["memory_used"].append(arr(memory_used))
+    cols["memory_max"].append(memory_max)
+    cols["disk_used"].append(arr(disk_used))
+    cols["disk_max"].append(disk_max)
+    cols["connections"].append(arr(connections))
+    cols["links"].append(arr(links))
+    cols["uptime_ms"].append(arr(uptime))
+
+
+def model_document(scenario):
+    spaces = []
+    placement = {}
+    for sp in scenario:
+        addrs = []
+        cur = {}
+        for a in sp["addresses"]:
+            if not a["in_model"]:
+                continue
+            doc = {"address": a["address"], "type": a["type"], "plan": a["plan"]}
+            if a["topic"]:
+                doc["topic"] = a["topic"]
+            addrs.append(doc)
+            if a["in_metrics"] and a["brokers"]:
+                cur[a["address"]] = list(a["brokers"])
+        spaces.append({"name": sp["name"], "infra": sp["infra"], "type": sp["type"], "plan": sp["plan"],
+                       "addresses": addrs})
+        if cur:
+            placement[sp["name"]] = cur
+    return {"infra": "prod", "address_spaces": spaces, "current_placement": placement}
+
+
+def choose_addresses(target, n_spaces, days, interval, seed):
+    """Smallest address count whose scenario gives >= target samples."""
+    n_t = int(round(days * 86400 / interval))
+    lo = 4 * n_spaces
+    hi = max(8, lo)
+    while series_per_sample(build_scenario(hi, n_spaces, np.random.default_rng(seed + 1))) * n_t < target:
+        hi *= 2
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if series_per_sample(build_scenario(mid, n_spaces, np.random.default_rng(seed + 1))) * n_t < target:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True, help="metrics store root to write (addresses/, nodes/, truth.json)")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--addresses", type=int, default=30, help="number of addresses (all spaces)")
+    p.add_argument("--spaces", type=int, default=3, help="number of address spaces (>= 1)")
+    p.add_argument("--days", type=float, default=2.0)
+    p.add_argument("--interval", type=int, default=60, help="sample interval in seconds")
+    p.add_argument("--growth", type=float, default=0.05, help="relative growth of every rate per day")
+    p.add_argument("--start", default="2024-03-04", help="first day (UTC), YYYY-MM-DD")
+    p.add_argument("--target-samples", type=int, default=None,
+                   help="pick the number of addresses to produce about this many samples")
+    a = p.parse_args(argv)
+    if a.spaces < 1 or a.addresses < 1 or a.days <= 0 or a.interval <= 0:
+        p.error("--spaces, --addresses, --days and --interval must be positive")
+    generate(a.out, seed=a.seed, n_addresses=a.addresses, n_spaces=a.spaces, days=a.days,
+             interval=a.interval, growth=a.growth, start=a.start, target_samples=a.target_samples)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
