@@ -1,0 +1,120 @@
+"""Fixtures for the integration tests: a real ActiveMQ Artemis broker.
+
+``artemis`` (session): one broker instance, made from the Artemis binary
+distribution (unpacked once into a cache directory) with ``artemis create``:
+``--require-login``, a management user (role amq), a messaging user (send and
+consume only), Jolokia on 127.0.0.1 on a free port with jolokia-access.xml
+allowing ``http://localhost``, AMQP on a free port, NIO journal. It is stopped
+(and killed if it does not stop) at the end of the session whatever happens.
+Each pytest-xdist worker gets its own broker.
+
+``space`` (function): a clean brokered address space on that broker: every
+address the broker did not start with is deleted, the ownership ledger is
+removed and a fresh connection file (the one the broker role writes) is put in
+the test's temp dir.
+"""
+
+import os
+import shutil
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import helpers  # noqa: E402
+
+SPACE = "itest"
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "integration: needs a real ActiveMQ Artemis broker (Java and the Artemis tarball)")
+
+
+@pytest.fixture(scope="session")
+def artemis(tmp_path_factory):
+    reason = helpers.missing_prerequisites()
+    if reason:
+        pytest.skip(reason)
+    broker = helpers.ArtemisBroker(str(tmp_path_factory.mktemp("artemis")))
+    try:
+        broker.create()
+        broker.start()
+        yield broker
+    finally:
+        broker.stop()
+        # keep etc/ and the log for post-mortems, drop the preallocated journal
+        shutil.rmtree(os.path.join(broker.instance, "data"), ignore_errors=True)
+
+
+class Space(object):
+    """A brokered address space on the test broker, and ways to drive it."""
+
+    def __init__(self, broker, name, connection_file):
+        self.broker = broker
+        self.name = name
+        self.connection_file = connection_file
+        self.baseline = None
+
+    def args(self, **extra):
+        out = {"connection_file": self.connection_file, "address_space": self.name}
+        out.update(extra)
+        return out
+
+    def run(self, module, check_mode=False, diff=False, **args):
+        """Run ``enmasse.messaging.<module>`` against this space."""
+        if module in ("address_space", "address_space_info"):
+            base = {"connection_file": self.connection_file, "name": self.name}
+            base.update(args)
+        else:
+            base = self.args(**args)
+        return helpers.run_module(module, base, check_mode=check_mode, diff=diff)
+
+    def converge(self, addresses, **args):
+        """Create the space (recorded in the ledger) and converge ``addresses``;
+        fails the test if either module fails."""
+        res = self.run("address_space", type="brokered", plan=helpers.DEFAULT_PLAN)
+        assert not res.failed, res
+        res = self.run("address", addresses=addresses, **args)
+        assert not res.failed, res
+        return res
+
+    def amqp_config(self, **overrides):
+        import amqp_checks
+        overrides.setdefault("url", self.broker.amqp_url())
+        return amqp_checks.config(**overrides)
+
+    def snapshot(self, settings_for=()):
+        return self.broker.snapshot(settings_for)
+
+
+def _fresh_space(broker, directory):
+    broker.wipe()
+    path = broker.write_connection_file(os.path.join(str(directory), "%s.json" % SPACE), SPACE)
+    return Space(broker, SPACE, path)
+
+
+@pytest.fixture
+def space(artemis, tmp_path):
+    """A clean, empty address space."""
+    return _fresh_space(artemis, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def _demo_space(artemis, tmp_path_factory):
+    return _fresh_space(artemis, tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture
+def demo_space(_demo_space):
+    """The Molecule demo space (helpers.DEMO_ADDRESSES) converged; shared by a
+    module's tests and converged again only when a test (or another module
+    sharing the broker) changed it. ``.baseline`` is its snapshot."""
+    names = [a["address"] for a in helpers.DEMO_ADDRESSES]
+    sp = _demo_space
+    if sp.baseline is None or sp.snapshot(names) != sp.baseline:
+        sp.broker.wipe()
+        sp.converge(helpers.DEMO_ADDRESSES)
+        sp.baseline = sp.snapshot(names)
+    return sp
