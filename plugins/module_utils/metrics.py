@@ -619,7 +619,7 @@ def part_name(ts):
                                       socket.gethostname().split(".")[0] or "host", uuid.uuid4().hex[:12])
 
 
-def group_rows(kind, rows):
+def group_rows(rows):
     """{partition key (date, address_space): [rows]} in a stable order."""
     groups = {}
     for r in rows:
@@ -642,7 +642,7 @@ def write_rows(store, kind, rows, fs=None):
     schema = arrow_schema(kind)
     atomic_put = fs.type_name in ("s3", "gcs")
     paths = []
-    for _, part in sorted(group_rows(kind, rows).items()):
+    for _, part in sorted(group_rows(rows).items()):
         directory = partition_dir(root, kind, part[0]["ts"], part[0]["address_space"])
         fs.create_dir(directory, recursive=True)
         final = "%s/%s" % (directory, part_name(part[0]["ts"]))
