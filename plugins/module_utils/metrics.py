@@ -553,7 +553,10 @@ class RouterManagement(object):
             self.sender.send(msg, timeout=self.timeout)
             while True:
                 reply = self.receiver.receive(timeout=self.timeout)
-                self.receiver.accept()
+                if self.receiver.fetcher.unsettled:
+                    # qdrouterd sends management replies pre-settled:
+                    # there is nothing to accept then
+                    self.receiver.accept()
                 if reply.correlation_id == cid:
                     return reply.properties, reply.body
         except Exception as e:
