@@ -67,3 +67,13 @@ options:
         C(AddressSpacePlan)/C(AddressPlan) document. A plan named like a default plan replaces it.
     type: dict
 '''
+
+    # The address space the module works on (address, address_info).
+    ADDRESS_SPACE = r'''
+options:
+  address_space:
+    description:
+      - Name of the address space.
+    type: str
+    required: true
+'''

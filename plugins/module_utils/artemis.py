@@ -536,10 +536,11 @@ class BrokeredService(object):
                 self.client.read_request(multicast_queues_pattern(self.broker_name), ["MaxConsumers"])]
         (broker, berr), (counts, qerr), (multicast, merr) = self.client.bulk(reqs, raise_errors=False)
         if berr is not None:
+            where = _jolokia.redact_url(self.client.url)
             if berr.status == 404:
                 raise ServiceError("broker %r not found at %s: is broker_name right (see <name> in the "
-                                   "instance's etc/broker.xml)?" % (self.broker_name, self.client.url))
-            raise ServiceError("cannot read broker %r at %s: %s" % (self.broker_name, self.client.url, berr))
+                                   "instance's etc/broker.xml)?" % (self.broker_name, where))
+            raise ServiceError("cannot read broker %r at %s: %s" % (self.broker_name, where, berr))
         for err in (qerr, merr):
             if err is not None and err.status != 404:  # 404: no MBean matches the pattern
                 raise ServiceError("cannot read the queues of broker %r: %s" % (self.broker_name, err))

@@ -52,6 +52,10 @@ REQUIRED_CONNECTION = ("management_url", "management_user", "management_password
 FILE_KEYS = ("address_space", "type", "plan", "endpoints", "messaging_user", "management_origin")
 
 PLANS_ARG = dict(type="dict")
+# the option naming the address space of address and address_info
+ADDRESS_SPACE_ARG = dict(address_space=dict(type="str", required=True))
+STATE_ARG = dict(type="str", choices=["present", "absent"], default="present")
+FORCE_ARG = dict(type="bool", default=False)
 # how many messages the one-line msg of a failure repeats (errors has them all)
 MSG_ERRORS = 20
 
@@ -71,8 +75,34 @@ MODULE_ERRORS = (ConfigError, _model.ValidationError, _plans.PlanError, _jolokia
 def argument_spec(**extra):
     """The connection options plus the module's own ``extra`` options."""
     spec = copy.deepcopy(CONNECTION_ARGS)
-    spec.update(extra)
+    spec.update(copy.deepcopy(extra))
     return spec
+
+
+def new_module(options, **kwargs):
+    """The ``AnsibleModule`` of an enmasse.messaging module: the connection
+    options plus ``options``, check mode supported."""
+    from ansible.module_utils.basic import AnsibleModule
+    kwargs.setdefault("supports_check_mode", True)
+    return AnsibleModule(argument_spec=argument_spec(**options), **kwargs)
+
+
+# a password in the user info of a URL; a URL fit for messages and results
+url_password = _jolokia.url_password
+redact_url = _jolokia.redact_url
+
+
+def hide_secrets(module, *values):
+    """Have Ansible mask ``values`` (passwords that do not come from a no_log
+    option, e.g. from the connection file or a URL) everywhere in the
+    module's output, ``invocation`` included."""
+    for value in values:
+        if value not in (None, ""):
+            module.no_log_values.add(str(value))
+
+
+def hide_connection_secrets(module, conn):
+    hide_secrets(module, conn.get("management_password"), url_password(conn.get("management_url")))
 
 
 def connection_file_path(params, space_name):
@@ -166,6 +196,13 @@ def run_module(module, action):
     module.exit_json(**result)
 
 
+def main(options, action, **module_kwargs):
+    """The whole ``main()`` of a module: build it (``new_module``), run
+    ``action(module)`` (returns the result dict) and exit (``run_module``)."""
+    module = new_module(options, **module_kwargs)
+    run_module(module, lambda: action(module))
+
+
 # ------------------------------------------------------------------ inputs
 
 # the single-address form of enmasse.messaging.address
@@ -252,14 +289,27 @@ def space_input(params, ledger_space, conn):
     return space
 
 
-def space_context(params, space_name):
+def space_context(params, space_name, module=None):
     """Connection, ledger, address space (name, type, plan) and the service
-    for a module working on ``space_name``; fails for unsupported types."""
+    for a module working on ``space_name``. With ``module``, the connection's
+    secrets are masked in the module's output as soon as they are known."""
     conn = resolve_connection(params, space_name)
+    if module is not None:
+        hide_connection_secrets(module, conn)
     ledger = _ledger.Ledger.load(conn["ledger_path"])
     _artemis.check_space_owner(ledger, space_name)
     space = _artemis.space_of(ledger, conn, space_name)
     return conn, ledger, space, service_for(conn)
+
+
+def open_space(module, space_name, supported_only=True):
+    """``space_context`` for a module: the connection's secrets are masked in
+    the module's output and, with ``supported_only``, an address space type
+    that is not implemented fails."""
+    conn, ledger, space, service = space_context(module.params, space_name, module)
+    if supported_only:
+        check_supported(space["type"])
+    return conn, ledger, space, service
 
 
 def check_supported(space_type):

@@ -26,6 +26,30 @@ ARTEMIS_DOMAIN = "org.apache.activemq.artemis"
 DEFAULT_BATCH = 500
 
 
+def url_password(url):
+    """The password in the user info of ``url`` (``scheme://user:password@host``), or None."""
+    if not url or "://" not in url:
+        return None
+    netloc = url.split("://", 1)[1].split("/", 1)[0]
+    userinfo, sep, _ = netloc.rpartition("@")
+    if not sep or ":" not in userinfo:
+        return None
+    return userinfo.split(":", 1)[1] or None
+
+
+def redact_url(url):
+    """``url`` with the password of its user info replaced by ``********``
+    (for messages and results)."""
+    password = url_password(url)
+    if not password:
+        return url
+    scheme, rest = url.split("://", 1)
+    netloc, sep, path = rest.partition("/")
+    userinfo, _, host = netloc.rpartition("@")
+    user = userinfo.split(":", 1)[0]
+    return "%s://%s:********@%s%s%s" % (scheme, user, host, sep, path)
+
+
 class JolokiaError(Exception):
     """A failed request; ``status`` is Jolokia's (or HTTP's) status code."""
 
@@ -40,6 +64,8 @@ class JolokiaClient(object):
     def __init__(self, url, user, password, origin="http://localhost", timeout=60,
                  batch_size=DEFAULT_BATCH):
         self.url = url.rstrip("/") + "/"
+        # the URL messages name (never a password in its user info)
+        self.display_url = redact_url(self.url)
         self.timeout = timeout
         self.batch_size = batch_size
         token = base64.b64encode(("%s:%s" % (user, password)).encode("utf-8")).decode("ascii")
@@ -64,15 +90,15 @@ class JolokiaClient(object):
         except HTTPError as e:
             if e.code in (401, 403):
                 raise JolokiaError("management login refused at %s (HTTP %d): check the management "
-                                   "user and password and that the Origin is allowed" % (self.url, e.code),
+                                   "user and password and that the Origin is allowed" % (self.display_url, e.code),
                                    status=e.code)
-            raise JolokiaError("management request to %s failed: HTTP %d" % (self.url, e.code), status=e.code)
+            raise JolokiaError("management request to %s failed: HTTP %d" % (self.display_url, e.code), status=e.code)
         except (URLError, socket.timeout, OSError) as e:
-            raise JolokiaError("cannot reach Artemis management at %s: %s" % (self.url, getattr(e, "reason", e)))
+            raise JolokiaError("cannot reach Artemis management at %s: %s" % (self.display_url, getattr(e, "reason", e)))
         try:
             return json.loads(body.decode("utf-8"))
         except ValueError:
-            raise JolokiaError("management at %s did not answer with JSON (is this a Jolokia URL?)" % self.url)
+            raise JolokiaError("management at %s did not answer with JSON (is this a Jolokia URL?)" % self.display_url)
 
     @staticmethod
     def _check(resp, request):

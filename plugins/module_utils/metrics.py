@@ -539,7 +539,12 @@ class RouterManagement(object):
             self.receiver = self.conn.create_receiver(None, dynamic=True)
             self.sender = self.conn.create_sender(management_address)
         except Exception as e:  # proton raises several unrelated types
-            raise RouterManagementError("cannot open AMQP management at %s: %s" % (url, e))
+            detail = str(e)
+            password = _jolokia.url_password(url)
+            if password:
+                detail = detail.replace(password, "********")
+            raise RouterManagementError("cannot open AMQP management at %s: %s"
+                                        % (_jolokia.redact_url(url), detail))
         self.reply_to = self.receiver.remote_source.address
         self.timeout = timeout
         self._next = 0
@@ -724,7 +729,7 @@ def collect(brokers, infra, store=None, router=None, check_mode=False, clock=utc
                                                  address_info=info, memory_max=router.get("memory_max"),
                                                  clock=clock)
         except MetricsError as e:
-            errors.append({"source": ROUTER, "node": router["url"], "error": str(e)})
+            errors.append({"source": ROUTER, "node": _jolokia.redact_url(router["url"]), "error": str(e)})
             router_status = "failed"
         else:
             address_rows.extend(rows)
@@ -893,12 +898,16 @@ def router_settings(params):
             "sasl_mechanisms": p["router_sasl_mechanisms"], "ssl_domain": router_ssl_domain(p)}
 
 
-def run(params, check_mode=False, clock=utcnow):
+def run(params, check_mode=False, clock=utcnow, on_connection=None):
     """One collection as the module and the collector script do it. Returns
     the ``collect`` result plus ``changed`` and ``failed`` (a source failed
-    and ``fail_on_source_error``, or nothing at all could be sampled)."""
+    and ``fail_on_source_error``, or nothing at all could be sampled).
+    ``on_connection(conn)`` is called with every broker connection resolved
+    (the module masks their passwords with it)."""
     p = settings(params)
     brokers = broker_connections(p)
+    for conn in brokers if on_connection else ():
+        on_connection(conn)
     router = router_settings(p)
     if not brokers and not router:
         raise _common.ConfigError("nothing to sample: no address space (connection files in %s) and no router_url"

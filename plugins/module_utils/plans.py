@@ -241,15 +241,21 @@ def validate_space_plan(p, where):
     if p.get("address_space_type") not in ADDRESS_TYPES:
         errors.append("%s.address_space_type: %r must be one of %s"
                       % (where, p.get("address_space_type"), ", ".join(sorted(ADDRESS_TYPES))))
-    for k, v in (p.get("resource_limits") or {}).items():
-        if k not in _LIMITS_KEYS:
-            errors.append("%s.resource_limits.%s: unknown resource, must be one of %s"
-                          % (where, k, ", ".join(_LIMITS_KEYS)))
-        elif not _is_number(v) or v < 0:
-            errors.append("%s.resource_limits.%s: %r must be a number >= 0" % (where, k, v))
+    errors.extend(_credit_errors(p, "resource_limits", _LIMITS_KEYS, where))
     if not isinstance(p.get("address_plans"), list):
         errors.append("%s.address_plans: %r must be a list of address plan names"
                       % (where, p.get("address_plans")))
+    return errors
+
+
+def _credit_errors(p, field, keys, where):
+    """Violations of the credits mapping ``p[field]`` (known resources ``keys``, numbers >= 0)."""
+    errors = []
+    for k, v in (p.get(field) or {}).items():
+        if k not in keys:
+            errors.append("%s.%s.%s: unknown resource, must be one of %s" % (where, field, k, ", ".join(keys)))
+        elif not _is_number(v) or v < 0:
+            errors.append("%s.%s.%s: %r must be a number >= 0" % (where, field, k, v))
     return errors
 
 
@@ -264,12 +270,7 @@ def validate_address_plan(p, where):
     elif p.get("address_type") not in ADDRESS_TYPES[stype]:
         errors.append("%s.address_type: %r must be one of %s for a %s address space"
                       % (where, p.get("address_type"), ", ".join(ADDRESS_TYPES[stype]), stype))
-    for k, v in (p.get("resources") or {}).items():
-        if k not in _RESOURCE_KEYS:
-            errors.append("%s.resources.%s: unknown resource, must be one of %s"
-                          % (where, k, ", ".join(_RESOURCE_KEYS)))
-        elif not _is_number(v) or v < 0:
-            errors.append("%s.resources.%s: %r must be a number >= 0" % (where, k, v))
+    errors.extend(_credit_errors(p, "resources", _RESOURCE_KEYS, where))
     parts = p.get("partitions", 1)
     if not isinstance(parts, int) or isinstance(parts, bool) or parts < 1:
         errors.append("%s.partitions: %r must be an integer >= 1" % (where, parts))

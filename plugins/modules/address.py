@@ -39,26 +39,14 @@ author:
   - enmasse.messaging contributors
 extends_documentation_fragment:
   - enmasse.messaging.connection
+  - enmasse.messaging.connection.address_space
   - enmasse.messaging.connection.plans
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.actiongroups
+  - enmasse.messaging.attributes
+  - enmasse.messaging.attributes.converge
 attributes:
-  action_group:
-    membership: [enmasse.messaging.all]
-  check_mode:
-    support: full
-    details: Computes and reports the same changes and diff; touches neither the broker nor the ledger.
   diff_mode:
-    support: full
     details: Before and after are keyed by address and hold only the changed addresses.
-  platform:
-    platforms: posix
 options:
-  address_space:
-    description:
-      - Name of the address space.
-    type: str
-    required: true
   address:
     description:
       - Single form. The address (the AMQP address string, unique within the address space, no
@@ -263,51 +251,48 @@ failed_addresses:
   elements: str
 '''
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.enmasse.messaging.plugins.module_utils import common
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import converge_addresses
 from ansible_collections.enmasse.messaging.plugins.module_utils.plans import Catalogue
 
+OPTIONS = dict(
+    common.ADDRESS_SPACE_ARG,
+    address=dict(type="str"),
+    type=dict(type="str"),
+    plan=dict(type="str"),
+    topic=dict(type="str"),
+    deadletter=dict(type="str"),
+    expiry=dict(type="str"),
+    message_ttl=dict(type="dict"),
+    message_redelivery=dict(type="dict"),
+    subscription=dict(type="dict"),
+    definition=dict(type="dict"),
+    addresses=dict(type="list", elements="dict"),
+    prune=dict(type="bool", default=False),
+    state=common.STATE_ARG,
+    force=common.FORCE_ARG,
+    plans=common.PLANS_ARG,
+)
+
+
+def converge(module):
+    p = module.params
+    conn, ledger, space, service = common.open_space(module, p["address_space"])
+    if not space["plan"]:
+        raise common.ConfigError(
+            "the plan of address space %r is not known: create it with enmasse.messaging.address_space "
+            "(which records it in the ledger %s) or add plan to the connection file %s"
+            % (space["name"], conn["ledger_path"], conn["connection_file"]))
+    catalogue = Catalogue.from_data(p["plans"])
+    present, absent, errors = common.address_inputs(p, space["name"])
+    if errors:
+        raise common.ConfigError(errors)
+    return converge_addresses(service, ledger, space, catalogue, present, absent,
+                              prune=p["prune"], force=p["force"], check_mode=module.check_mode)
+
 
 def main():
-    spec = common.argument_spec(
-        address_space=dict(type="str", required=True),
-        address=dict(type="str"),
-        type=dict(type="str"),
-        plan=dict(type="str"),
-        topic=dict(type="str"),
-        deadletter=dict(type="str"),
-        expiry=dict(type="str"),
-        message_ttl=dict(type="dict"),
-        message_redelivery=dict(type="dict"),
-        subscription=dict(type="dict"),
-        definition=dict(type="dict"),
-        addresses=dict(type="list", elements="dict"),
-        prune=dict(type="bool", default=False),
-        state=dict(type="str", choices=["present", "absent"], default="present"),
-        force=dict(type="bool", default=False),
-        plans=common.PLANS_ARG,
-    )
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-
-    def action():
-        p = module.params
-        conn, ledger, space, service = common.space_context(p, p["address_space"])
-        common.check_supported(space["type"])
-        if not space["plan"]:
-            raise common.ConfigError(
-                "the plan of address space %r is not known: create it with enmasse.messaging.address_space "
-                "(which records it in the ledger %s) or add plan to the connection file %s"
-                % (space["name"], conn["ledger_path"], conn["connection_file"]))
-        catalogue = Catalogue.from_data(p["plans"])
-        present, absent, errors = common.address_inputs(p, space["name"])
-        if errors:
-            raise common.ConfigError(errors)
-        return converge_addresses(service, ledger, space, catalogue, present, absent,
-                                  prune=p["prune"], force=p["force"], check_mode=module.check_mode)
-
-    common.run_module(module, action)
+    common.main(OPTIONS, converge)
 
 
 if __name__ == "__main__":

@@ -20,24 +20,10 @@ author:
   - enmasse.messaging contributors
 extends_documentation_fragment:
   - enmasse.messaging.connection
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.actiongroups
-attributes:
-  check_mode:
-    support: full
-    details: Reads only.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
-  action_group:
-    membership: [enmasse.messaging.all]
+  - enmasse.messaging.connection.address_space
+  - enmasse.messaging.attributes
+  - enmasse.messaging.attributes.info_module
 options:
-  address_space:
-    description:
-      - Name of the address space.
-    type: str
-    required: true
   addresses:
     description:
       - Only these addresses (names). All when omitted.
@@ -89,29 +75,26 @@ addresses:
       status: {ready: true, phase: Active, message_count: 0, consumers: 0, owned: false, messages: []}
 '''
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.enmasse.messaging.plugins.module_utils import common
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import address_info
 from ansible_collections.enmasse.messaging.plugins.module_utils.plans import Catalogue
 
+OPTIONS = dict(
+    common.ADDRESS_SPACE_ARG,
+    addresses=dict(type="list", elements="str"),
+    include_unowned=dict(type="bool", default=True),
+)
+
+
+def info(module):
+    p = module.params
+    conn, ledger, space, service = common.open_space(module, p["address_space"])
+    addresses = address_info(service, ledger, Catalogue.default(), p["addresses"], p["include_unowned"])
+    return {"changed": False, "addresses": addresses}
+
 
 def main():
-    spec = common.argument_spec(
-        address_space=dict(type="str", required=True),
-        addresses=dict(type="list", elements="str"),
-        include_unowned=dict(type="bool", default=True),
-    )
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-
-    def action():
-        p = module.params
-        conn, ledger, space, service = common.space_context(p, p["address_space"])
-        common.check_supported(space["type"])
-        addresses = address_info(service, ledger, Catalogue.default(), p["addresses"], p["include_unowned"])
-        return {"changed": False, "addresses": addresses}
-
-    common.run_module(module, action)
+    common.main(OPTIONS, info)
 
 
 if __name__ == "__main__":

@@ -26,18 +26,8 @@ author:
 extends_documentation_fragment:
   - enmasse.messaging.connection
   - enmasse.messaging.connection.plans
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.actiongroups
-attributes:
-  action_group:
-    membership: [enmasse.messaging.all]
-  check_mode:
-    support: full
-    details: Computes and reports the same change and diff; touches neither the broker nor the ledger.
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
+  - enmasse.messaging.attributes
+  - enmasse.messaging.attributes.converge
 options:
   name:
     description:
@@ -155,40 +145,38 @@ errors:
   elements: str
 '''
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.enmasse.messaging.plugins.module_utils import common
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import converge_space, delete_space
 from ansible_collections.enmasse.messaging.plugins.module_utils.plans import Catalogue
 
+OPTIONS = dict(
+    name=dict(type="str", required=True),
+    type=dict(type="str"),
+    plan=dict(type="str"),
+    authentication_service=dict(type="dict"),
+    endpoints=dict(type="list", elements="dict"),
+    definition=dict(type="dict"),
+    plans=common.PLANS_ARG,
+    force=common.FORCE_ARG,
+    state=common.STATE_ARG,
+)
+
+
+def converge(module):
+    p = module.params
+    # state=present checks the (desired) type itself: it may differ from the recorded one
+    conn, ledger, space, service = common.open_space(module, p["name"], supported_only=p["state"] == "absent")
+    catalogue = Catalogue.from_data(p["plans"])
+    if p["state"] == "absent":
+        return delete_space(service, ledger, p["name"], catalogue, force=p["force"],
+                            check_mode=module.check_mode)
+    desired = common.space_input(p, ledger.space, conn)
+    return converge_space(service, ledger, desired, catalogue, conn.get("endpoints") or p["endpoints"],
+                          check_mode=module.check_mode)
+
 
 def main():
-    spec = common.argument_spec(
-        name=dict(type="str", required=True),
-        type=dict(type="str"),
-        plan=dict(type="str"),
-        authentication_service=dict(type="dict"),
-        endpoints=dict(type="list", elements="dict"),
-        definition=dict(type="dict"),
-        plans=common.PLANS_ARG,
-        force=dict(type="bool", default=False),
-        state=dict(type="str", choices=["present", "absent"], default="present"),
-    )
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-
-    def action():
-        p = module.params
-        conn, ledger, space, service = common.space_context(p, p["name"])
-        catalogue = Catalogue.from_data(p["plans"])
-        if p["state"] == "absent":
-            common.check_supported(space["type"])
-            return delete_space(service, ledger, p["name"], catalogue, force=p["force"],
-                                check_mode=module.check_mode)
-        desired = common.space_input(p, ledger.space, conn)
-        return converge_space(service, ledger, desired, catalogue, conn.get("endpoints") or p["endpoints"],
-                              check_mode=module.check_mode)
-
-    common.run_module(module, action)
+    common.main(OPTIONS, converge)
 
 
 if __name__ == "__main__":

@@ -20,18 +20,8 @@ author:
   - enmasse.messaging contributors
 extends_documentation_fragment:
   - enmasse.messaging.connection
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.actiongroups
-attributes:
-  action_group:
-    membership: [enmasse.messaging.all]
-  check_mode:
-    support: full
-    details: Reads only.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - enmasse.messaging.attributes
+  - enmasse.messaging.attributes.info_module
 options:
   name:
     description:
@@ -86,30 +76,25 @@ address_space:
       returned: always
 '''
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.enmasse.messaging.plugins.module_utils import common
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import space_info, space_result
 
 
+def info(module):
+    p = module.params
+    name = p["name"]
+    explicit = any(p.get(k) is not None for k in common.CONNECTION_ARGS)
+    path = common.connection_file_path(p, name)
+    if not explicit and common.read_connection_file(path) is None:
+        status = {"ready": False, "phase": "Pending", "endpoints": [],
+                  "messages": ["no connection file %s: the address space is not deployed" % path]}
+        return {"changed": False, "address_space": space_result(name, None, status)}
+    conn, ledger, space, service = common.open_space(module, name)
+    return {"changed": False, "address_space": space_info(service, ledger, name, conn.get("endpoints"))}
+
+
 def main():
-    spec = common.argument_spec(name=dict(type="str", required=True))
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-
-    def action():
-        p = module.params
-        name = p["name"]
-        explicit = any(p.get(k) is not None for k in common.CONNECTION_ARGS)
-        path = common.connection_file_path(p, name)
-        if not explicit and common.read_connection_file(path) is None:
-            status = {"ready": False, "phase": "Pending", "endpoints": [],
-                      "messages": ["no connection file %s: the address space is not deployed" % path]}
-            return {"changed": False, "address_space": space_result(name, None, status)}
-        conn, ledger, space, service = common.space_context(p, name)
-        common.check_supported(space["type"])
-        return {"changed": False, "address_space": space_info(service, ledger, name, conn.get("endpoints"))}
-
-    common.run_module(module, action)
+    common.main(dict(name=dict(type="str", required=True)), info)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,13 @@ author:
   - enmasse.messaging contributors
 extends_documentation_fragment:
   - enmasse.messaging.connection
+  - enmasse.messaging.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Samples (reads) only and writes nothing.
+  diff_mode:
+    support: none
 options:
   address_space:
     description:
@@ -65,6 +72,7 @@ options:
     description:
       - AMQP URL of a router to sample, for example C(amqp://127.0.0.1:5672) or
         C(amqps://user:password@router:5671). Not set, no router is sampled (C(router=not configured)).
+      - A password in the URL is masked (C(********)) in the task's output and in error messages.
       - Needs python-qpid-proton on the host that runs the module.
     type: str
   router_flavor:
@@ -201,7 +209,7 @@ summary:
   type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import common
 from ansible_collections.enmasse.messaging.plugins.module_utils import metrics
@@ -209,8 +217,8 @@ from ansible_collections.enmasse.messaging.plugins.module_utils import metrics
 
 def main():
     d = metrics.COLLECT_DEFAULTS
-    module = AnsibleModule(
-        argument_spec=common.argument_spec(
+    module = common.new_module(
+        dict(
             address_space=dict(type="str"),
             address_spaces=dict(type="list", elements="str"),
             spaces_dir=dict(type="path", default=d["spaces_dir"]),
@@ -231,12 +239,13 @@ def main():
             fail_on_source_error=dict(type="bool", default=d["fail_on_source_error"]),
         ),
         mutually_exclusive=[("address_space", "address_spaces")],
-        supports_check_mode=True,
     )
+    common.hide_secrets(module, common.url_password(module.params["router_url"]))
     if not metrics.HAS_PYARROW and not module.check_mode:
         module.fail_json(msg=missing_required_lib("pyarrow"), exception=str(metrics.PYARROW_IMPORT_ERROR))
     try:
-        result = metrics.run(module.params, check_mode=module.check_mode)
+        result = metrics.run(module.params, check_mode=module.check_mode,
+                             on_connection=lambda conn: common.hide_connection_secrets(module, conn))
     except (common.ConfigError, metrics.MetricsError) as e:
         errors = common.error_list(e)
         module.fail_json(msg="; ".join(errors), errors=errors, changed=False)

@@ -1,0 +1,106 @@
+"""Secrets never reach a module's output: the management password (option or
+connection file), a password in a management or router URL, the
+Authorization header. The modules run as Ansible runs them (a subprocess
+reading its arguments on stdin) against a port where nothing listens."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.enmasse.messaging.plugins.module_utils import common, jolokia
+
+pytestmark = pytest.mark.unit
+
+FILE_PASSWORD = "filesecret42x"
+URL_PASSWORD = "urlsecret77x"
+OPTION_PASSWORD = "optionsecret99x"
+ROUTER_PASSWORD = "routersecret55x"
+SECRETS = (FILE_PASSWORD, URL_PASSWORD, OPTION_PASSWORD, ROUTER_PASSWORD)
+
+
+def test_url_password_and_redact_url():
+    assert common.url_password("http://u:p%40ss@h:1/x") == "p%40ss"
+    assert common.url_password("http://u@h:1/x") is None
+    assert common.url_password("http://h:1/x") is None
+    assert common.url_password(None) is None
+    assert common.redact_url("amqps://u:secret@router:5671") == "amqps://u:********@router:5671"
+    assert common.redact_url("http://u:secret@h:1/console/jolokia") == "http://u:********@h:1/console/jolokia"
+    assert common.redact_url("http://h:1/console/jolokia") == "http://h:1/console/jolokia"
+
+
+def test_management_password_is_no_log():
+    assert common.argument_spec()["management_password"]["no_log"] is True
+
+
+def test_hide_secrets_registers_file_and_url_passwords():
+    class Module(object):
+        no_log_values = set()
+
+    m = Module()
+    common.hide_connection_secrets(m, {"management_password": "pw",
+                                       "management_url": "http://u:upw@127.0.0.1:1/"})
+    common.hide_secrets(m, None, "")
+    assert m.no_log_values == {"pw", "upw"}
+
+
+def test_jolokia_errors_name_neither_password_nor_header():
+    client = jolokia.JolokiaClient("http://admin:%s@127.0.0.1:1/console/jolokia" % URL_PASSWORD,
+                                   "admin", OPTION_PASSWORD, timeout=2)
+    with pytest.raises(jolokia.JolokiaError) as e:
+        client.read("java.lang:type=Runtime")
+    text = str(e.value)
+    assert URL_PASSWORD not in text and OPTION_PASSWORD not in text
+    assert "Authorization" not in text and "Basic " not in text
+
+
+def run_module(name, args, tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.run([sys.executable, "-m", "ansible_collections.enmasse.messaging.plugins.modules." + name],
+                          input=json.dumps({"ANSIBLE_MODULE_ARGS": args}), capture_output=True, text=True,
+                          env=env, cwd=str(tmp_path), timeout=120)
+    out = proc.stdout + proc.stderr
+    for secret in SECRETS:
+        assert secret not in out, "%s leaked by %s: %s" % (secret, name, out)
+    assert "Authorization" not in out
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def conn_file(tmp_path):
+    path = tmp_path / "demo.json"
+    path.write_text(json.dumps({
+        "address_space": "demo", "type": "brokered", "plan": "brokered-single-broker",
+        "management_url": "http://admin:%s@127.0.0.1:1/console/jolokia" % URL_PASSWORD,
+        "management_user": "admin", "management_password": FILE_PASSWORD, "broker_name": "demo",
+        "ledger_path": str(tmp_path / "ledger.json")}))
+    return str(path)
+
+
+@pytest.mark.parametrize("name,args", [
+    ("address", {"address_space": "demo", "address": "q1", "type": "queue", "plan": "brokered-queue"}),
+    ("address", {"address_space": "demo", "address": "!!bad", "type": "queue", "plan": "brokered-queue"}),
+    ("address_info", {"address_space": "demo"}),
+    ("address_space", {"name": "demo"}),
+    ("address_space", {"name": "demo", "state": "absent"}),
+    ("address_space_info", {"name": "demo"}),
+])
+def test_modules_never_print_the_connection_file_password(name, args, conn_file, tmp_path):
+    res = run_module(name, dict(args, connection_file=conn_file), tmp_path)
+    assert res.get("failed") or res.get("address_space", {}).get("status", {}).get("ready") is False
+
+
+def test_explicit_password_option_is_masked_in_invocation(conn_file, tmp_path):
+    res = run_module("address_info", {"address_space": "demo", "connection_file": conn_file,
+                                      "management_password": OPTION_PASSWORD}, tmp_path)
+    assert res["failed"]
+    assert res["invocation"]["module_args"]["management_password"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+
+
+def test_metrics_collect_masks_router_and_broker_passwords(conn_file, tmp_path):
+    res = run_module("metrics_collect", {"address_space": "demo", "connection_file": conn_file,
+                                         "router_url": "amqp://admin:%s@127.0.0.1:1" % ROUTER_PASSWORD,
+                                         "router_timeout": 2, "_ansible_check_mode": True}, tmp_path)
+    assert res["failed"]
+    assert {e["source"] for e in res["errors"]} == {"broker", "router"}
