@@ -22,6 +22,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import amqp_checks  # noqa: E402
 import helpers  # noqa: E402
 
 SPACE = "itest"
@@ -81,7 +82,6 @@ class Space(object):
         return res
 
     def amqp_config(self, **overrides):
-        import amqp_checks
         overrides.setdefault("url", self.broker.amqp_url())
         return amqp_checks.config(**overrides)
 

@@ -79,6 +79,17 @@ DEMO_ADDRESSES = [
      "message_ttl": {"maximum": 2000}},
 ]
 
+DEMO_NAMES = [a["address"] for a in DEMO_ADDRESSES]
+
+
+def queue(address, **fields):
+    """A brokered queue (``fields`` override or add)."""
+    return dict({"address": address, "type": "queue", "plan": "brokered-queue"}, **fields)
+
+
+def subscription(address, **fields):
+    return dict({"address": address, "type": "subscription", "plan": "brokered-subscription"}, **fields)
+
 
 # ----------------------------------------------------------------- prerequisites
 
@@ -109,6 +120,8 @@ def missing_prerequisites():
     if not shutil.which("java"):
         return "Java is not installed (ActiveMQ Artemis needs a JVM)"
     if not find_tarball():
+        if default_tarball() != _m2_tarball():
+            return "ActiveMQ Artemis tarball %s (from the environment) does not exist" % default_tarball()
         return "ActiveMQ Artemis %s tarball not found at %s and Maven could not fetch %s" % (
             ARTEMIS_VERSION, default_tarball(), ARTEMIS_GAV)
     return None

@@ -17,20 +17,8 @@ import helpers
 
 pytestmark = pytest.mark.integration
 
-DEMO_NAMES = [a["address"] for a in helpers.DEMO_ADDRESSES]
-
-
-def q(address, **kw):
-    """A brokered queue (plus overrides)."""
-    out = {"address": address, "type": "queue", "plan": "brokered-queue"}
-    out.update(kw)
-    return out
-
-
-def sub(address, **kw):
-    out = {"address": address, "type": "subscription", "plan": "brokered-subscription"}
-    out.update(kw)
-    return out
+DEMO_NAMES = helpers.DEMO_NAMES
+q, sub = helpers.queue, helpers.subscription
 
 
 class Case(object):

@@ -12,7 +12,7 @@ import helpers
 
 pytestmark = pytest.mark.integration
 
-DEMO_NAMES = [a["address"] for a in helpers.DEMO_ADDRESSES]
+DEMO_NAMES = helpers.DEMO_NAMES
 
 CONVERGE = [
     {"name": "Create the address space",

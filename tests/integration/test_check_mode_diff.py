@@ -9,12 +9,7 @@ import helpers
 pytestmark = pytest.mark.integration
 
 
-def q(address, **kw):
-    out = {"address": address, "type": "queue", "plan": "brokered-queue"}
-    out.update(kw)
-    return out
-
-
+q = helpers.queue
 DLQ = {"address": "dlq", "type": "deadletter", "plan": "brokered-deadletter"}
 INITIAL = [DLQ, q("keep-a"), q("change-b", deadletter="dlq"), q("prune-c")]
 DESIRED = [DLQ, q("keep-a"), q("change-b", deadletter="dlq", message_ttl={"maximum": 5000}), q("new-d")]
