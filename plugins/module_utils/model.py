@@ -379,7 +379,9 @@ def placement_items(addresses, catalogue, current_placement=None, current_plans=
 def quota_check(space, space_plan, addresses, catalogue):
     limits = space_plan.get("resource_limits") or {}
     items = placement_items(addresses, catalogue)
-    return _placement.quota_errors(space.get("name"), space_plan.get("name"), limits, items)
+    index = dict((a["address"], i) for i, a in enumerate(addresses))
+    return _placement.quota_errors(space.get("name"), space_plan.get("name"), limits, items,
+                                   label=lambda name: "addresses[%d](%s)" % (index[name], name))
 
 
 def validate_user(user, field="user"):

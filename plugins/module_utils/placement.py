@@ -212,20 +212,24 @@ def _record_moves(result, item, chosen):
                                  "from": src, "to": b})
 
 
-def quota_errors(space_name, plan_name, limits, items):
+def quota_errors(space_name, plan_name, limits, items, label=None):
     """Human messages for every item that does not fit the plan's limits, in
-    order (the same order the modules converge in)."""
+    order (the same order the modules converge in). ``label(name)`` gives the
+    field path to name in the message (default: ``address 'name'``)."""
     res = place(items, brokers=["broker"], limits=limits, capacity=float("inf"))
     by_name = dict((i.name, i) for i in items)
+    label = label or (lambda name: "address %r" % name)
+    allowed = ", ".join("%s %g" % (k, limits[k]) for k in ("router", "broker", "aggregate")
+                        if limits.get(k) is not None)
     msgs = []
     for name, reason in res.pending.items():
         if reason != QUOTA_EXCEEDED:
             continue
         item = by_name[name]
+        over = exceeded_resources(res.totals, item, limits)
         msgs.append(
-            "address %r (plan %r, router %g, broker %g): quota exceeded: address space %r "
-            "plan %r allows router %s, broker %s, aggregate %s; already used router %g, broker %g"
-            % (name, item.plan, item.router, item.broker, space_name, plan_name,
-               limits.get("router"), limits.get("broker"), limits.get("aggregate"),
-               res.totals["router"], res.totals["broker"]))
+            "%s: %r (router %g, broker %g) is over quota: quota exceeded for %s; address space %r "
+            "plan %r allows %s and the addresses that fit already use router %g, broker %g"
+            % (label(name) + ".plan", item.plan, item.router, item.broker, ", ".join(over) or "the plan",
+               space_name, plan_name, allowed or "nothing", res.totals["router"], res.totals["broker"]))
     return msgs, res

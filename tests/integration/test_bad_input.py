@@ -87,7 +87,7 @@ ADDRESS_CASES = [
     Case("duplicate-addresses", "address", {"addresses": [q("dup"), q("dup")]}, "address", "'dup'",
          "listed twice"),
     Case("quota-exceeded", "address", {"addresses": [q("bulk-%03d" % i) for i in range(200)]},
-         "'bulk-1", "brokered-queue", "quota exceeded"),
+         "(bulk-1", "'brokered-queue'", "quota exceeded"),
     Case("unknown-field-typo", "address", {"addresses": [q("new-q", dedletter="dlq")]}, "dedletter",
          None, "unknown field"),
     Case("unknown-nested-key-typo", "address",

@@ -112,8 +112,9 @@ def test_quota_exceeded_names_address_plan_and_limits():
     errs = model.validate_addresses(SPACE, addrs, CAT)
     # 190 * 0.01 = 1.9 fits, the 191st does not
     assert len(errs) == 10
-    assert errs[0].startswith("address 'q190' (plan 'brokered-queue', router 0, broker 0.01): quota exceeded")
-    assert "allows router 0.0, broker 1.9, aggregate 1.9" in errs[0]
+    assert errs[0].startswith("addresses[190](q190).plan: 'brokered-queue' (router 0, broker 0.01) is over "
+                              "quota: quota exceeded for broker, aggregate; address space 'demo' plan "
+                              "'brokered-single-broker' allows router 0, broker 1.9, aggregate 1.9")
 
 
 def test_unknown_field_and_settings_on_wrong_type():
