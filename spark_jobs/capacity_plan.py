@@ -194,6 +194,14 @@ def _spark_session(args):
         "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.adaptive.enabled": "true",
+        # splits small enough that every core stays busy to the end of a stage
+        "spark.sql.files.maxPartitionBytes": "16m",
+        # a batch job: the throughput collector (user --conf replaces it)
+        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+        "spark.executor.extraJavaOptions": "-XX:+UseParallelGC",
+        # per-address collect_list/percentile groups stay in the hash map
+        # instead of falling back to sorting after 128 groups
+        "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "1000000",
     }
     if args.driver_memory:
         conf["spark.driver.memory"] = args.driver_memory
@@ -302,52 +310,112 @@ def _time_filter(df, start, end):
 
 
 def _pct_expr(col, method, ps=(0.95, 0.99)):
+    """Aggregate giving the percentiles' *input*: exact: the sorted values
+    (collect_list + array_sort; finished by ``_pct_finish``); approx:
+    percentile_approx (accuracy 10000) directly."""
     from pyspark.sql import functions as F
     if method == "exact":
-        return F.percentile(col, list(ps))
+        return F.array_sort(F.collect_list(col))
     return F.percentile_approx(col, list(ps), 10000)
 
 
-def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partitions=False):
-    """All Spark work. Returns a dict of small, aggregated, collected results.
-
-    ``adaptive_partitions``: set spark.sql.shuffle.partitions from the number
-    of rows (about 4M rows per partition, at least 2 per core)."""
-    from pyspark import StorageLevel
+def _pct_finish(df, prefixes, method, ps=(0.95, 0.99)):
+    """Exact percentiles from sorted arrays, as capacity_lib.percentile
+    defines them: h = (n - 1) p; x[floor h] + (h - floor h)(x[ceil h] - x[floor h])."""
     from pyspark.sql import functions as F
-    from pyspark.sql import Window
+    if method != "exact":
+        return df
+    for pre in prefixes:
+        xs = F.col(pre + "_p")
+        n = F.size(xs)
+        vals = []
+        for p in ps:
+            h = (n - 1) * F.lit(p)
+            lo = F.floor(h)
+            hi = F.ceil(h)
+            a = F.element_at(xs, (lo + 1).cast("int"))
+            b = F.element_at(xs, (hi + 1).cast("int"))
+            vals.append(F.when(n > 0, a + (h - lo) * (b - a)))
+        df = df.withColumn(pre + "_p", F.array(*vals))
+    return df
 
-    W = float(cm["window_seconds"])
-    max_gap = float(cm["max_gap_seconds"])
-    min_cov = float(cm["min_window_coverage"])
-    method = cm["percentile_method"]
-    out = {}
-    timings = {}
-    t0 = time.time()
 
-    if infra_filter:
-        addresses = addresses.where(F.col("infra") == infra_filter)
-        if nodes is not None:
-            nodes = nodes.where(F.col("infra") == infra_filter)
+KINDS = ("broker", "router")        # index = the integer code the heavy stages use
 
-    # ---- validation + data quality totals (one pass) ----------------------
+
+class _Collision(Exception):
+    """Two different names gave the same 64-bit id: run again with another salt."""
+
+
+def _h(F, salt, *cols):
+    return F.xxhash64(F.lit(salt), *cols)
+
+
+META_BITS = 5
+
+
+def _plan_key(F, salt, col="plan"):
+    """The plan's id inside ``meta``: its hash without the low META_BITS bits
+    (0 when there is no plan)."""
+    return F.when(F.col(col).isNotNull(), F.shiftright(_h(F, salt, col), META_BITS)).otherwise(F.lit(0).cast("long"))
+
+
+def _meta(F, salt, type_code, kind, bad):
+    """Everything per sample that is not a number, packed in one long so the
+    shuffled rows stay narrow: bit 0 row invalid, bit 1 router, bits 2-4
+    address type code (7: unknown), bits 5-63 the plan key."""
+    return (F.shiftleft(_plan_key(F, salt), META_BITS)
+            .bitwiseOR(F.shiftleft(F.coalesce(type_code, F.lit(7)).cast("long"), 2))
+            .bitwiseOR(F.shiftleft(kind.cast("long"), 1))
+            .bitwiseOR(bad.cast("long")))
+
+
+def _resolve(spark, addresses, salt, cols, candidates, needed, idf=None):
+    """Names of the 64-bit ids ``needed`` (xxhash64 of ``cols`` with ``salt``).
+
+    The candidates (from the model and the node samples) are hashed on a tiny
+    DataFrame; ids they do not explain are looked up in the store with a
+    filtered scan that decodes strings only for the matching rows. The big
+    stages therefore never group or sort on strings. Raises _Collision when
+    two names share an id."""
+    from pyspark.sql import functions as F
+    idf = idf or (lambda: _h(F, salt, *cols))
+    names = {}
+
+    def add(h, key):
+        prev = names.setdefault(h, key)
+        if prev != key:
+            raise _Collision()
+
+    cands = sorted(set(tuple(c) for c in candidates or ()))
+    if cands:
+        cdf = spark.createDataFrame(cands, ", ".join("%s string" % c for c in cols))
+        for r in cdf.select(idf().alias("h"), *cols).collect():
+            add(r["h"], tuple(r[c] for c in cols))
+    missing = [h for h in needed if h not in names]
+    if missing:
+        hx = idf()
+        for r in addresses.where(hx.isin(missing)).select(hx.alias("h"), *cols).distinct().collect():
+            add(r["h"], tuple(r[c] for c in cols))
+    return names
+
+
+def _invalid_addresses(addresses):
+    """The detailed message for invalid address samples (only run when the
+    main pass flagged some rows: it groups on strings, which is slow)."""
+    from pyspark.sql import functions as F
     neg = [F.sum(F.when(F.col(c) < 0, 1).otherwise(0)).alias("neg_" + c) for c in ADDRESS_NONNEG]
     v = addresses.agg(
-        F.count(F.lit(1)).alias("rows"), F.min("ts").alias("t_min"), F.max("ts").alias("t_max"),
         F.sum(F.when(F.col("ts").isNull(), 1).otherwise(0)).alias("null_ts"),
+        F.sum(F.when(F.col("address").isNull() | F.col("node").isNull() | F.col("infra").isNull()
+                     | F.col("address_space").isNull(), 1).otherwise(0)).alias("null_ids"),
         F.sum(F.when(~F.col("node_kind").isin(*lib.NODE_KINDS) | F.col("node_kind").isNull(), 1)
               .otherwise(0)).alias("bad_kind"),
         F.sum(F.when(~F.col("address_type").isin(*lib.ADDRESS_TYPES) | F.col("address_type").isNull(), 1)
               .otherwise(0)).alias("bad_type"),
-        F.sum(F.when(F.col("address").isNull() | F.col("node").isNull() | F.col("infra").isNull(), 1)
-              .otherwise(0)).alias("null_ids"),
         F.collect_set(F.when(~F.col("node_kind").isin(*lib.NODE_KINDS), F.col("node_kind"))).alias("kinds"),
         F.collect_set(F.when(~F.col("address_type").isin(*lib.ADDRESS_TYPES), F.col("address_type")))
-        .alias("types"),
-        *neg).collect()[0].asDict()
-    if not v["rows"]:
-        raise InputError("metrics store: no address samples in the selected range%s"
-                         % (" for infra %r" % infra_filter if infra_filter else ""))
+        .alias("types"), *neg).collect()[0].asDict()
     problems = []
     negs = dict((c, v["neg_" + c]) for c in ADDRESS_NONNEG if v["neg_" + c])
     if negs:
@@ -356,7 +424,7 @@ def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partition
     if v["null_ts"]:
         problems.append("%d row(s) without ts" % v["null_ts"])
     if v["null_ids"]:
-        problems.append("%d row(s) without infra, address or node" % v["null_ids"])
+        problems.append("%d row(s) without infra, address_space, address or node" % v["null_ids"])
     if v["bad_kind"]:
         problems.append("node_kind must be broker or router; found %s in %d row(s)"
                         % (", ".join(repr(k) for k in sorted(v["kinds"])) or "null", v["bad_kind"]))
@@ -364,73 +432,147 @@ def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partition
         problems.append("address_type must be one of %s; found %s in %d row(s)"
                         % (", ".join(lib.ADDRESS_TYPES), ", ".join(repr(k) for k in sorted(v["types"])) or "null",
                            v["bad_type"]))
-    if problems:
-        raise InputError("metrics store: address samples are invalid: " + "; ".join(problems))
-    if adaptive_partitions:
-        # about 4M rows per shuffle partition, at least two per core
-        par = spark.sparkContext.defaultParallelism
-        spark.conf.set("spark.sql.shuffle.partitions", str(max(2 * par, int(math.ceil(v["rows"] / 4e6)))))
-    t_min = v["t_min"].replace(tzinfo=_dt.timezone.utc).timestamp()
-    t_max = v["t_max"].replace(tzinfo=_dt.timezone.utc).timestamp()
-    out["totals"] = {"address_rows": v["rows"], "t_min": t_min, "t_max": t_max}
+    return problems
 
-    # ---- nodes: validation, restarts, per-window gauges -------------------
-    restarts = []
+
+def _row_is_bad(F):
+    """True for a row the planner cannot use: a negative counter or gauge, no
+    time, a missing name or an unknown address type (``type_code`` null)."""
+    bad = F.col("ts").isNull() | F.col("type_code").isNull()
+    for c in ("infra", "address_space", "address", "node", "node_kind"):
+        bad = bad | F.col(c).isNull()
+    # an unknown node_kind is part of the node id: found when the ids are named
+    for c in ADDRESS_NONNEG:
+        bad = bad | F.coalesce(F.col(c) < 0, F.lit(False))
+    return bad
+
+
+def _node_pass(spark, nodes, W, out):
+    """Node samples (small): validation, restarts (uptime drops) and per-window
+    gauges in one action. Returns the restarts [(infra, node, node_kind, t)]."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import Window
     out["node_windows"] = []
-    if nodes is not None:
-        nneg = [F.sum(F.when(F.col(c) < 0, 1).otherwise(0)).alias("neg_" + c) for c in NODE_NONNEG]
-        nv = nodes.agg(F.count(F.lit(1)).alias("rows"),
-                       F.sum(F.when(~F.col("node_kind").isin(*lib.NODE_KINDS) | F.col("node_kind").isNull(), 1)
-                             .otherwise(0)).alias("bad_kind"), *nneg).collect()[0].asDict()
-        nnegs = dict((c, nv["neg_" + c]) for c in NODE_NONNEG if nv["neg_" + c])
-        if nnegs:
-            raise InputError("metrics store: node samples are invalid: negative values in %s"
-                             % ", ".join("%s in %d row(s)" % kv for kv in sorted(nnegs.items())))
-        if nv["bad_kind"]:
-            raise InputError("metrics store: node samples are invalid: node_kind must be broker or router "
-                             "(%d row(s))" % nv["bad_kind"])
-        out["totals"]["node_rows"] = nv["rows"]
-        nw = Window.partitionBy("infra", "node").orderBy("t")
-        n2 = nodes.select("infra", "address_space", "node", "node_kind", F.col("ts").cast("double").alias("t"),
-                          "memory_used", "memory_max", "disk_used", "disk_max", "connections", "links", "uptime_ms")
-        n2 = n2.withColumn("p_up", F.lag("uptime_ms").over(nw))
-        n2 = n2.withColumn("restart_t", F.when(F.col("uptime_ms") < F.col("p_up"),
-                                               F.col("t") - F.col("uptime_ms") / 1000.0))
-        n2 = n2.withColumn("ws", F.floor(F.col("t") / W) * W)
-        n2.persist(StorageLevel.MEMORY_AND_DISK)
-        restarts = [(r["infra"], r["node"], r["restart_t"]) for r in
-                    n2.where(F.col("restart_t").isNotNull()).select("infra", "node", "restart_t").collect()]
-        nwin = n2.groupBy("infra", "address_space", "node", "node_kind", "ws").agg(
-            F.avg("memory_used").alias("memory_used"), F.max("memory_max").alias("memory_max"),
-            F.avg("disk_used").alias("disk_used"), F.max("disk_max").alias("disk_max"),
-            F.avg("connections").alias("connections"), F.avg("links").alias("links"),
-            F.count(F.lit(1)).alias("n"))
-        out["node_windows"] = [r.asDict() for r in nwin.collect()]
-        n2.unpersist()
-    else:
-        out["totals"]["node_rows"] = 0
-    out["restarts"] = restarts
-    timings["validate_nodes"] = time.time() - t0
+    out["totals"]["node_rows"] = 0
+    if nodes is None:
+        return []
+    nw = Window.partitionBy("infra", "node", "node_kind").orderBy("t")
+    n2 = nodes.select("infra", "address_space", "node", "node_kind", F.col("ts").cast("double").alias("t"),
+                      "memory_used", "memory_max", "disk_used", "disk_max", "connections", "links", "uptime_ms",
+                      *[F.when(F.col(c) < 0, 1).otherwise(0).alias("neg_" + c) for c in NODE_NONNEG])
+    # node samples are few: a handful of partitions, not the address pass's many
+    n2 = n2.repartition(2 * spark.sparkContext.defaultParallelism, "infra", "node", "node_kind")
+    n2 = n2.withColumn("p_up", F.lag("uptime_ms").over(nw))
+    n2 = n2.withColumn("restart_t", F.when(F.col("uptime_ms") < F.col("p_up"),
+                                           F.col("t") - F.col("uptime_ms") / 1000.0))
+    n2 = n2.withColumn("ws", F.floor(F.col("t") / W) * W)
+    rows = n2.groupBy("infra", "address_space", "node", "node_kind", "ws").agg(
+        F.avg("memory_used").alias("memory_used"), F.max("memory_max").alias("memory_max"),
+        F.avg("disk_used").alias("disk_used"), F.max("disk_max").alias("disk_max"),
+        F.avg("connections").alias("connections"), F.avg("links").alias("links"),
+        F.count(F.lit(1)).alias("n"), F.collect_list("restart_t").alias("restarts"),
+        *[F.sum("neg_" + c).alias("neg_" + c) for c in NODE_NONNEG]).collect()
+    nnegs = {}
+    for r in rows:
+        for c in NODE_NONNEG:
+            if r["neg_" + c]:
+                nnegs[c] = nnegs.get(c, 0) + r["neg_" + c]
+    if nnegs:
+        raise InputError("metrics store: node samples are invalid: negative values in %s"
+                         % ", ".join("%s in %d row(s)" % kv for kv in sorted(nnegs.items())))
+    bad_kind = sum(r["n"] for r in rows if r["node_kind"] not in lib.NODE_KINDS)
+    if bad_kind:
+        raise InputError("metrics store: node samples are invalid: node_kind must be broker or router "
+                         "(%d row(s))" % bad_kind)
+    restarts = []
+    for r in rows:
+        d = r.asDict()
+        restarts.extend((d["infra"], d["node"], d["node_kind"], t) for t in d.pop("restarts"))
+        for c in NODE_NONNEG:
+            d.pop("neg_" + c)
+        out["node_windows"].append(d)
+    out["totals"]["node_rows"] = sum(r["n"] for r in rows)
+    return sorted(set(restarts))
 
-    # ---- counter deltas (window functions) ---------------------------------
+
+def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partitions=False,
+              known_addresses=(), known_plans=(), salt=0):
+    """All Spark work. Returns a dict of small, aggregated, collected results.
+
+    One pass over the address samples does the heavy work: counter deltas (a
+    window function over the series, keyed by two 64-bit ids, ordered by time)
+    and per-window aggregation, with every validity check folded in as one
+    flag. Everything after works on the per-window table (samples / 5 rows at
+    the defaults) and on numbers; names are attached at the end from the model
+    (``known_addresses``: (infra, address_space, address); ``known_plans``)
+    and the node samples, with a filtered scan for anything they do not name.
+
+    ``adaptive_partitions``: set spark.sql.shuffle.partitions from the size of
+    the input (two shuffle partitions per input split, at least two per core)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+    from pyspark.sql import Window
+
+    W = float(cm["window_seconds"])
+    max_gap = float(cm["max_gap_seconds"])
+    min_cov = float(cm["min_window_coverage"])
+    method = cm["percentile_method"]
+    out = {"totals": {}}
+    timings = {}
+    t0 = time.time()
+    if infra_filter:
+        addresses = addresses.where(F.col("infra") == infra_filter)
+        if nodes is not None:
+            nodes = nodes.where(F.col("infra") == infra_filter)
+        known_addresses = [k for k in known_addresses if k[0] == infra_filter]
+    if adaptive_partitions:
+        par = spark.sparkContext.defaultParallelism
+        spark.conf.set("spark.sql.shuffle.partitions",
+                       str(max(2 * par, addresses.rdd.getNumPartitions())))
+
+    # ---- nodes: validation, restarts, per-window gauges (small) -----------
+    restarts = _node_pass(spark, nodes, W, out)
+    node_names = _resolve(spark, None, salt, ("infra", "node", "node_kind"),
+                          set((r["infra"], r["node"], r["node_kind"]) for r in out["node_windows"]), ())
+    nid_of = dict((v, k) for k, v in node_names.items())
+    timings["nodes"] = time.time() - t0
+
+    # ---- the one pass: deltas over (address, node) series, per window ------
     t1 = time.time()
     router = F.col("node_kind") == "router"
-    a2 = addresses.select(
-        "infra", "address_space", "address", "address_type", "plan", "node", "node_kind",
+    type_code = F.coalesce(*[F.when(F.col("address_type") == t, F.lit(i))
+                             for i, t in enumerate(lib.ADDRESS_TYPES)])
+    a = addresses.withColumn("type_code", type_code).select(
+        _h(F, salt, "infra", "address_space", "address").alias("aid"),
+        _h(F, salt, "infra", "node", "node_kind").alias("nid"),
+        _meta(F, salt, F.col("type_code"), F.when(router, 1).otherwise(0),
+              F.when(_row_is_bad(F), 1).otherwise(0)).alias("meta"),
         F.col("ts").cast("double").alias("t"),
         F.when(router, F.col("deliveries_ingress")).otherwise(F.col("messages_added")).alias("c_in"),
         F.when(router, F.col("deliveries_egress")).otherwise(F.col("messages_acknowledged")).alias("c_out"),
         "message_count", F.coalesce("persistent_size", "address_size").alias("size"), "consumer_count", "links")
-    w = Window.partitionBy("infra", "address_space", "address", "node").orderBy("t")
-    a2 = (a2.withColumn("p_t", F.lag("t").over(w)).withColumn("p_in", F.lag("c_in").over(w))
-          .withColumn("p_out", F.lag("c_out").over(w)))
-    if restarts:
-        rs = {}
-        for infra, node, rt in restarts:
-            rs.setdefault((infra, node), []).append(float(rt))
-        rdf = spark.createDataFrame([(k[0], k[1], v) for k, v in rs.items()],
-                                    "infra string, node string, restarts array<double>")
-        a2 = a2.join(F.broadcast(rdf), ["infra", "node"], "left")
+    # hash-partitioned by address once: the window (address, node), the
+    # per-window table and every later grouping by address reuse it, so the
+    # samples are shuffled once and nothing downstream is shuffled again
+    a = a.repartition("aid")
+    w = Window.partitionBy("aid", "nid").orderBy("t")
+    a = (a.withColumn("p_t", F.lag("t").over(w)).withColumn("p_in", F.lag("c_in").over(w))
+         .withColumn("p_out", F.lag("c_out").over(w)))
+    rs = {}
+    for infra, node, kind, rt in restarts:
+        if (infra, node, kind) in nid_of:
+            rs.setdefault(nid_of[(infra, node, kind)], []).append(float(rt))
+    if rs and sum(len(v) for v in rs.values()) <= 256:
+        # few restarts (the usual case): a plain boolean expression, code-generated, no join
+        restarted = F.lit(False)
+        for nid, times in sorted(rs.items()):
+            for rt in times:
+                restarted = restarted | ((F.col("nid") == F.lit(nid)) & (F.col("p_t") < F.lit(rt))
+                                         & (F.col("t") >= F.lit(rt)))
+        restarted = F.coalesce(restarted, F.lit(False))
+    elif rs:
+        rdf = spark.createDataFrame(sorted(rs.items()), "nid long, restarts array<double>")
+        a = a.join(F.broadcast(rdf), ["nid"], "left")
         restarted = F.coalesce(F.exists("restarts", lambda r: (r > F.col("p_t")) & (r <= F.col("t"))),
                                F.lit(False))
     else:
@@ -439,12 +581,13 @@ def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partition
     ok = F.col("p_t").isNotNull() & (dt > 0) & (dt <= max_gap)
     drop_in = F.col("c_in") < F.col("p_in")
     drop_out = F.col("c_out") < F.col("p_out")
-    a2 = a2.withColumn("restarted", restarted)
+    a = a.withColumn("restarted", restarted)
     inc_in = F.when(F.col("restarted") | drop_in, F.col("c_in")).otherwise(F.col("c_in") - F.col("p_in"))
     inc_out = F.when(F.col("restarted") | drop_out, F.col("c_out")).otherwise(F.col("c_out") - F.col("p_out"))
     reset = F.col("restarted") | F.coalesce(drop_in, F.lit(False)) | F.coalesce(drop_out, F.lit(False))
-    a2 = a2.withColumn("ws", F.floor(F.col("t") / W) * W)
-    anw = a2.groupBy("infra", "address_space", "address", "node", "node_kind", "ws").agg(
+    a = a.withColumn("ws", F.floor(F.col("t") / W) * W)
+    kind = F.shiftright("meta", 1).bitwiseAND(1).cast("int").alias("kind")
+    anw = a.groupBy("aid", "nid", kind, "ws").agg(
         F.coalesce(F.sum(F.when(ok, inc_in)), F.lit(0)).alias("inc_in"),
         F.coalesce(F.sum(F.when(ok, inc_out)), F.lit(0)).alias("inc_out"),
         F.coalesce(F.sum(F.when(ok, dt)), F.lit(0.0)).alias("dt"),
@@ -455,65 +598,133 @@ def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partition
         F.max_by("message_count", "t").alias("depth_last"), F.max("message_count").alias("depth_max"),
         F.max_by("size", "t").alias("size_last"), F.max("size").alias("size_max"),
         F.max_by("consumer_count", "t").alias("consumers_last"), F.avg("links").alias("links"),
-        F.max_by("plan", "t").alias("plan"), F.max_by("address_type", "t").alias("address_type"),
-        F.max("t").alias("t_last"))
-    valid = F.col("dt") >= (min_cov * W - 1e-9)
-    anw = (anw.withColumn("valid", valid)
+        F.max_by("meta", "t").alias("meta"), F.min("t").alias("t_first"), F.max("t").alias("t_last"),
+        F.sum(F.col("meta").bitwiseAND(1)).alias("bad"))
+    anw = (anw.withColumn("valid", F.col("dt") >= (min_cov * W - 1e-9))
            .withColumn("r_in", F.when(F.col("dt") > 0, F.col("inc_in") / F.col("dt")))
            .withColumn("r_out", F.when(F.col("dt") > 0, F.col("inc_out") / F.col("dt"))))
     anw.persist(StorageLevel.MEMORY_AND_DISK)
 
-    # ---- per address and node kind: window rates summed over nodes --------
-    akw = anw.groupBy("infra", "address_space", "address", "node_kind", "ws").agg(
-        F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
-        F.min(F.col("valid").cast("int")).alias("valid"))
-    vin = F.when(F.col("valid") == 1, F.col("r_in"))
-    vout = F.when(F.col("valid") == 1, F.col("r_out"))
-    vthr = F.when(F.col("valid") == 1, F.col("r_in") + F.col("r_out"))
-    ak = akw.groupBy("infra", "address_space", "address", "node_kind").agg(
-        F.avg(vin).alias("in_avg"), _pct_expr(vin, method).alias("in_p"), F.max(vin).alias("in_max"),
-        F.avg(vout).alias("out_avg"), _pct_expr(vout, method).alias("out_p"), F.max(vout).alias("out_max"),
-        F.avg(vthr).alias("thr_avg"), _pct_expr(vthr, method).alias("thr_p"), F.max(vthr).alias("thr_max"),
-        F.count(F.lit(1)).alias("windows"), F.sum("valid").alias("windows_valid"))
-    out["address_kind"] = [_flatten_p(r.asDict()) for r in ak.collect()]
-    timings["address_stats"] = time.time() - t1
-
-    # ---- per address and node: gauges, throughput, quality -----------------
-    t2 = time.time()
+    # ---- per series (address on a node): totals, validity, gauges, quality -
     nthr_v = F.when(F.col("valid"), F.col("r_in") + F.col("r_out"))
-    an = anw.groupBy("infra", "address_space", "address", "node", "node_kind").agg(
+    an = anw.groupBy("aid", "nid", "kind").agg(
         F.avg(nthr_v).alias("thr_avg"), _pct_expr(nthr_v, method).alias("thr_p"), F.max(nthr_v).alias("thr_max"),
         F.max_by("depth_last", "ws").alias("depth_last"), F.max("depth_max").alias("depth_max"),
         F.max_by("size_last", "ws").alias("size_last"), F.max("size_max").alias("size_max"),
         F.max_by("consumers_last", "ws").alias("consumers_last"), F.max_by("links", "ws").alias("links_last"),
-        F.max_by("plan", "ws").alias("plan"), F.max_by("address_type", "ws").alias("address_type"),
-        F.max("t_last").alias("t_last"), F.sum("n").alias("samples"), F.sum("resets").alias("resets"),
-        F.sum("gaps").alias("gaps"), F.sum("dups").alias("dups"),
-        F.count(F.lit(1)).alias("windows"), F.sum(F.col("valid").cast("int")).alias("windows_valid"))
-    out["address_node"] = [_flatten_p(r.asDict()) for r in an.collect()]
-    timings["address_node_stats"] = time.time() - t2
+        F.max_by("meta", "ws").alias("meta"), F.min("t_first").alias("t_first"), F.max("t_last").alias("t_last"), F.sum("n").alias("samples"),
+        F.sum("resets").alias("resets"), F.sum("gaps").alias("gaps"), F.sum("dups").alias("dups"),
+        F.count(F.lit(1)).alias("windows"), F.sum(F.col("valid").cast("int")).alias("windows_valid"),
+        F.sum("bad").alias("bad"))
+    series = an.transform(lambda d: _pct_finish(d, ("thr",), method)).collect()
+    timings["deltas"] = time.time() - t1
+    if not series:
+        anw.unpersist()
+        raise InputError("metrics store: no address samples in the selected range%s"
+                         % (" for infra %r" % infra_filter if infra_filter else ""))
+    if any(r["bad"] for r in series):
+        anw.unpersist()
+        raise InputError("metrics store: address samples are invalid: " + "; ".join(_invalid_addresses(addresses)))
+
+    # ---- names (from the model and the node samples; a filtered scan for the rest)
+    t2 = time.time()
+    try:
+        addr_names = _resolve(spark, addresses, salt, ("infra", "address_space", "address"), known_addresses,
+                              set(r["aid"] for r in series))
+        node_names.update(_resolve(spark, addresses, salt, ("infra", "node", "node_kind"),
+                                   node_names.values(), set(r["nid"] for r in series)))
+        plan_names = _resolve(spark, addresses, salt, ("plan",), [(p,) for p in known_plans],
+                              set(r["meta"] >> META_BITS for r in series) - {0},
+                              idf=lambda: _plan_key(F, salt))
+    except _Collision:
+        anw.unpersist()
+        if salt >= 5:
+            raise RuntimeError("64-bit id collisions with 6 salts; this should not happen")
+        return aggregate(spark, addresses, nodes, cm, None, adaptive_partitions, known_addresses, known_plans,
+                         salt + 1)
+    timings["names"] = time.time() - t2
+    if any(node_names[r["nid"]][2] not in lib.NODE_KINDS for r in series):
+        anw.unpersist()
+        raise InputError("metrics store: address samples are invalid: " + "; ".join(_invalid_addresses(addresses)))
+    out["restarts"] = [(i, n, t) for i, n, _k, t in restarts]
+    out["totals"].update({
+        "address_rows": sum(r["samples"] for r in series),
+        "t_min": min(r["t_first"] for r in series), "t_max": max(r["t_last"] for r in series),
+        "series_windows": sum(r["windows"] for r in series)})
+    out["address_node"] = []
+    for r in series:
+        d = _flatten_p(r.asDict())
+        infra, space, address = addr_names[d.pop("aid")]
+        _i, node, kind = node_names[d.pop("nid")]
+        meta = d.pop("meta")
+        plan_key = meta >> META_BITS
+        for k in ("kind", "bad", "t_first"):
+            d.pop(k)
+        d.update({"infra": infra, "address_space": space, "address": address, "node": node, "node_kind": kind,
+                  "plan": plan_names[plan_key][0] if plan_key else None,
+                  "address_type": lib.ADDRESS_TYPES[(meta >> 2) & 7]})
+        out["address_node"].append(d)
+
+    # ---- per address and node kind: window rates summed over nodes --------
+    t3 = time.time()
+    akw = anw.groupBy("aid", "kind", "ws").agg(
+        F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
+        F.min(F.col("valid").cast("int")).alias("valid"))
+    akw.persist(StorageLevel.MEMORY_AND_DISK)
+    vin = F.when(F.col("valid") == 1, F.col("r_in"))
+    vout = F.when(F.col("valid") == 1, F.col("r_out"))
+    vthr = F.when(F.col("valid") == 1, F.col("r_in") + F.col("r_out"))
+    ak = akw.groupBy("aid", "kind").agg(
+        F.avg(vin).alias("in_avg"), _pct_expr(vin, method).alias("in_p"), F.max(vin).alias("in_max"),
+        F.avg(vout).alias("out_avg"), _pct_expr(vout, method).alias("out_p"), F.max(vout).alias("out_max"),
+        F.avg(vthr).alias("thr_avg"), _pct_expr(vthr, method).alias("thr_p"), F.max(vthr).alias("thr_max"),
+        F.count(F.lit(1)).alias("windows"), F.sum("valid").alias("windows_valid"))
+    out["address_kind"] = []
+    for r in _pct_finish(ak, ("in", "out", "thr"), method).collect():
+        d = _flatten_p(r.asDict())
+        infra, space, address = addr_names[d.pop("aid")]
+        d.update({"infra": infra, "address_space": space, "address": address, "node_kind": KINDS[d.pop("kind")]})
+        out["address_kind"].append(d)
+    timings["address_stats"] = time.time() - t3
 
     # ---- per node and window: throughput (msg/s in + out) ------------------
-    t3 = time.time()
-    nthr = anw.where(F.col("valid")).groupBy("infra", "node", "node_kind", "ws").agg(
-        F.sum(F.col("r_in") + F.col("r_out")).alias("thr"))
-    out["node_throughput"] = [r.asDict() for r in nthr.collect()]
-    timings["node_throughput"] = time.time() - t3
+    t4 = time.time()
+    nthr = anw.where(F.col("valid")).groupBy("nid", "ws").agg(F.sum(F.col("r_in") + F.col("r_out")).alias("thr"))
+    out["node_throughput"] = []
+    for r in nthr.collect():
+        infra, node, kind = node_names[r["nid"]]
+        out["node_throughput"].append({"infra": infra, "node": node, "node_kind": kind, "ws": r["ws"],
+                                       "thr": r["thr"]})
+    timings["node_throughput"] = time.time() - t4
+
     # ---- per space and window: ingress/egress of each address, measured where
     #      it lives (brokers for stored addresses, routers for direct ones) ---
-    t4 = time.time()
-    kinds = {}
+    t5 = time.time()
+    present = {}
     for r in out["address_kind"]:
-        kinds.setdefault((r["infra"], r["address_space"], r["address"]), set()).add(r["node_kind"])
+        present.setdefault((r["infra"], r["address_space"], r["address"]), set()).add(r["node_kind"])
     types = dict(((r["infra"], r["address_space"], r["address"]), r["address_type"]) for r in out["address_node"])
-    auth = [(k[0], k[1], k[2], lib.authoritative_kind(types.get(k), ks)) for k, ks in kinds.items()]
-    out["authoritative"] = dict(((a, b, c), d) for a, b, c, d in auth)
-    adf = spark.createDataFrame(auth, "infra string, address_space string, address string, node_kind string")
-    sw = (akw.where(F.col("valid") == 1).join(F.broadcast(adf), ["infra", "address_space", "address", "node_kind"])
-          .groupBy("infra", "address_space", "ws").agg(F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
-                                                       F.count(F.lit(1)).alias("addresses")))
-    out["space_windows"] = [r.asDict() for r in sw.collect()]
-    timings["space_series"] = time.time() - t4
+    aid_of = dict((v, k) for k, v in addr_names.items())
+    spaces = sorted(set(k[:2] for k in present))
+    space_ix = dict((s, i) for i, s in enumerate(spaces))
+    out["authoritative"] = {}
+    auth_rows = []
+    for key, ks in sorted(present.items()):
+        kind = lib.authoritative_kind(types.get(key), ks)
+        out["authoritative"][key] = kind
+        if kind:
+            auth_rows.append((aid_of[key], KINDS.index(kind), space_ix[key[:2]]))
+    adf = spark.createDataFrame(auth_rows, "aid long, kind int, sp int")
+    sw = (akw.where(F.col("valid") == 1).join(F.broadcast(adf), ["aid", "kind"])
+          .groupBy("sp", "ws").agg(F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
+                                   F.count(F.lit(1)).alias("addresses")))
+    out["space_windows"] = []
+    for r in sw.collect():
+        infra, space = spaces[r["sp"]]
+        out["space_windows"].append({"infra": infra, "address_space": space, "ws": r["ws"], "r_in": r["r_in"],
+                                     "r_out": r["r_out"], "addresses": r["addresses"]})
+    timings["space_series"] = time.time() - t5
+    akw.unpersist()
     anw.unpersist()
     out["timings"] = timings
     return out
@@ -1654,7 +1865,9 @@ def run(args):
         t_read = time.time()
         adaptive = not args.shuffle_partitions and not any(
             kv.startswith("spark.sql.shuffle.partitions=") for kv in (args.conf or []))
-        agg = aggregate(spark, addresses, nodes, cm, args.infra, adaptive_partitions=adaptive)
+        known = [(sp["infra"], sp["name"], a["address"]) for sp in spaces for a in sp["addresses"]]
+        agg = aggregate(spark, addresses, nodes, cm, args.infra, adaptive_partitions=adaptive,
+                        known_addresses=known, known_plans=catalogue.address_plan_names())
         t_agg = time.time()
     finally:
         if owned:
