@@ -196,9 +196,10 @@ def _spark_session(args):
         "spark.sql.adaptive.enabled": "true",
         # splits small enough that every core stays busy to the end of a stage
         "spark.sql.files.maxPartitionBytes": "16m",
-        # a batch job: the throughput collector (user --conf replaces it)
-        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
-        "spark.executor.extraJavaOptions": "-XX:+UseParallelGC",
+        # a batch job: the throughput collector, and JIT for the large
+        # generated aggregation methods (a --conf of the same key replaces it)
+        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC -XX:-DontCompileHugeMethods",
+        "spark.executor.extraJavaOptions": "-XX:+UseParallelGC -XX:-DontCompileHugeMethods",
         # per-address collect_list/percentile groups stay in the hash map
         # instead of falling back to sorting after 128 groups
         "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "1000000",
