@@ -8,7 +8,7 @@ import os
 import shutil
 import socket
 import subprocess
-import threading
+import sys
 import time
 
 import pytest
@@ -18,6 +18,18 @@ from ansible_collections.enmasse.messaging.plugins.module_utils import metrics
 pytestmark = [pytest.mark.integration, pytest.mark.router]
 
 QDROUTERD = os.environ.get("QDROUTERD") or shutil.which("qdrouterd")
+
+PRODUCER = """
+import sys
+from proton import Message
+from proton.utils import BlockingConnection
+url, address, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+conn = BlockingConnection(url, timeout=20)
+sender = conn.create_sender(address)
+for i in range(n):
+    sender.send(Message(body=i))
+conn.close()
+"""
 
 
 def _free_port():
@@ -65,22 +77,27 @@ def router(tmp_path):
 
 
 def test_router_address_counters_and_node_row(router):
-    from proton import Message
     from proton.utils import BlockingConnection
 
     n = 7
     consumer = BlockingConnection(router)
-    producer = BlockingConnection(router)
     try:
         # multi-tenant style address: <space>/<address>
         receiver = consumer.create_receiver("demo/orders", credit=n + 1)
-        sender = producer.create_sender("demo/orders")
-        sent = threading.Thread(target=lambda: [sender.send(Message(body=i)) for i in range(n)])
-        sent.start()
+        # the producer is its own process: proton's Python binding is not
+        # thread-safe (a sending thread beside the receiving one crashed the
+        # interpreter now and then), and a blocking send waits for the
+        # consumer's settlement, so it cannot share this thread either
+        sender = subprocess.Popen([sys.executable, "-c", PRODUCER, router, "demo/orders", str(n)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         for _ in range(n):
-            receiver.receive(timeout=10)
+            receiver.receive(timeout=20)
             receiver.accept()
-        sent.join(10)
+        # keep this connection's I/O going (the last accept must reach the
+        # router) until the producer has its settlements and exits
+        consumer.wait(lambda: sender.poll() is not None, timeout=20, msg="the producer to finish")
+        out, _ = sender.communicate(timeout=20)
+        assert sender.returncode == 0, out.decode(errors="replace")[-2000:]
 
         mgmt = metrics.RouterManagement(router, timeout=10)
         try:
@@ -89,7 +106,6 @@ def test_router_address_counters_and_node_row(router):
             mgmt.close()
     finally:
         consumer.close()
-        producer.close()
 
     orders = [r for r in rows if r["address"] == "orders"]
     assert len(orders) == 1, rows
