@@ -754,6 +754,21 @@ def _median(xs):
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2.0
 
 
+def _capacity_goals(nodes, resources, high, kind):
+    """Hard goal per resource: no ``kind`` node above its high threshold,
+    before and after the proposal (nodes without utilisation are skipped)."""
+    goals = []
+    for r in resources:
+        bad_b = [n["node"] for n in nodes if n["utilisation_before"] and
+                 (n["utilisation_before"].get(r) or 0) > high[r] + EPS]
+        bad_a = [n["node"] for n in nodes if n["utilisation_after"] and
+                 (n["utilisation_after"].get(r) or 0) > high[r] + EPS]
+        goals.append({"goal": "capacity:%s" % r, "kind": "hard", "holds_before": not bad_b,
+                      "holds_after": not bad_a, "violations_before": bad_b, "violations_after": bad_a,
+                      "detail": "every %s's %s utilisation <= %.0f%%" % (kind, r, 100 * high[r])})
+    return goals
+
+
 def _node_stats(node_windows, node_throughput, cm):
     """Per node: statistic of the window averages of each gauge (node_statistic)."""
     which = cm["node_statistic"]
@@ -1419,15 +1434,7 @@ class Planner(object):
         }
 
     def broker_goals(self, pool, nodes, result, items, pending, members, resources, high):
-        goals = []
-        for r in resources:
-            bad_b = [n["node"] for n in nodes if n["utilisation_before"] and
-                     (n["utilisation_before"].get(r) or 0) > high[r] + EPS]
-            bad_a = [n["node"] for n in nodes if n["utilisation_after"] and
-                     (n["utilisation_after"].get(r) or 0) > high[r] + EPS]
-            goals.append({"goal": "capacity:%s" % r, "kind": "hard", "holds_before": not bad_b,
-                          "holds_after": not bad_a, "violations_before": bad_b, "violations_after": bad_a,
-                          "detail": "every broker's %s utilisation <= %.0f%%" % (r, 100 * high[r])})
+        goals = _capacity_goals(nodes, resources, high, "broker")
         dup_b = [it.name for _, it in items if len(set(it.current_brokers)) != len(it.current_brokers)]
         dup_a = [n for n, bs in result.assignments.items() if len(set(bs)) != len(bs)]
         goals.append({"goal": "partitions:distinct-brokers", "kind": "hard", "holds_before": not dup_b,
@@ -1530,15 +1537,7 @@ class Planner(object):
                 nodes.append({"node": nm, "kind": "router", "new": True, "removed": False, "observed": None,
                               "capacity": dict(med_cap), "before": None, "after": dict(after),
                               "utilisation_before": None, "utilisation_after": _util(after, med_cap)})
-        goals = []
-        for r in resources:
-            bad_b = [n["node"] for n in nodes if n["utilisation_before"] and
-                     (n["utilisation_before"].get(r) or 0) > high[r] + EPS]
-            bad_a = [n["node"] for n in nodes if n["utilisation_after"] and
-                     (n["utilisation_after"].get(r) or 0) > high[r] + EPS]
-            goals.append({"goal": "capacity:%s" % r, "kind": "hard", "holds_before": not bad_b,
-                          "holds_after": not bad_a, "violations_before": bad_b, "violations_after": bad_a,
-                          "detail": "every router's %s utilisation <= %.0f%%" % (r, 100 * high[r])})
+        goals = _capacity_goals(nodes, resources, high, "router")
         goals.append({"goal": "routers:credits", "kind": "hard", "holds_before": current >= need_credit,
                       "holds_after": n_after >= need_credit, "violations_before": [], "violations_after": [],
                       "detail": "routers >= ceil(sum of router credits) = %d" % need_credit})

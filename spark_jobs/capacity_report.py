@@ -414,43 +414,33 @@ def _pool_util_plots(p, resources, label):
     return "<div class='plots'>%s</div>" % "".join(plots)
 
 
+def _pool_utilisation(p, title, resources, plot_id, node_label):
+    """Heading, plots and table of one broker or router pool's utilisation."""
+    rows = []
+    for n in p["nodes"]:
+        for r in resources:
+            rows.append([esc(n["node"]) + (" <i>new</i>" if n["new"] else "") +
+                         (" <i>removed</i>" if n["removed"] else ""), r,
+                         esc(lib.fmt_value(r, (n.get("observed") or {}).get(r))),
+                         esc(lib.fmt_value(r, (n.get("before") or {}).get(r))),
+                         esc(lib.fmt_value(r, (n.get("after") or {}).get(r))),
+                         esc(lib.fmt_value(r, n["capacity"][r])),
+                         pct((n.get("utilisation_before") or {}).get(r)),
+                         pct((n.get("utilisation_after") or {}).get(r))])
+    return ["<h3>%s: pool %s (%s)</h3>" % (title, esc(p["pool"]), esc(", ".join(p["address_spaces"]))),
+            _pool_util_plots(p, resources, plot_id),
+            "<details><summary>table</summary>%s</details>" % table(
+                [node_label, "resource", "observed", "before (model)", "after (proposal)", "capacity",
+                 "util before", "util after"], rows, left=2)]
+
+
 def sec_utilisation(plan):
     body = []
     for inf in plan["infrastructures"]:
         for p in inf["broker_pools"]:
-            body.append("<h3>Brokers: pool %s (%s)</h3>" % (esc(p["pool"]), esc(", ".join(p["address_spaces"]))))
-            rows = []
-            for n in p["nodes"]:
-                for r in lib.BROKER_RESOURCES:
-                    rows.append([esc(n["node"]) + (" <i>new</i>" if n["new"] else "") +
-                                 (" <i>removed</i>" if n["removed"] else ""), r,
-                                 esc(lib.fmt_value(r, (n.get("observed") or {}).get(r))),
-                                 esc(lib.fmt_value(r, (n.get("before") or {}).get(r))),
-                                 esc(lib.fmt_value(r, (n.get("after") or {}).get(r))),
-                                 esc(lib.fmt_value(r, n["capacity"][r])),
-                                 pct((n.get("utilisation_before") or {}).get(r)),
-                                 pct((n.get("utilisation_after") or {}).get(r))])
-            body.append(_pool_util_plots(p, lib.BROKER_RESOURCES, "brokers"))
-            body.append("<details><summary>table</summary>%s</details>" % table(
-                ["broker", "resource", "observed", "before (model)", "after (proposal)", "capacity", "util before",
-                 "util after"], rows, left=2))
+            body.extend(_pool_utilisation(p, "Brokers", lib.BROKER_RESOURCES, "brokers", "broker"))
         for p in inf["router_pools"]:
-            body.append("<h3>Routers: pool %s (%s)</h3>" % (esc(p["pool"]), esc(", ".join(p["address_spaces"]))))
-            rows = []
-            for n in p["nodes"]:
-                for r in lib.ROUTER_RESOURCES:
-                    rows.append([esc(n["node"]) + (" <i>new</i>" if n["new"] else "") +
-                                 (" <i>removed</i>" if n["removed"] else ""), r,
-                                 esc(lib.fmt_value(r, (n.get("observed") or {}).get(r))),
-                                 esc(lib.fmt_value(r, (n.get("before") or {}).get(r))),
-                                 esc(lib.fmt_value(r, (n.get("after") or {}).get(r))),
-                                 esc(lib.fmt_value(r, n["capacity"][r])),
-                                 pct((n.get("utilisation_before") or {}).get(r)),
-                                 pct((n.get("utilisation_after") or {}).get(r))])
-            body.append(_pool_util_plots(p, lib.ROUTER_RESOURCES, "routers"))
-            body.append("<details><summary>table</summary>%s</details>" % table(
-                ["router", "resource", "observed", "before (model)", "after (proposal)", "capacity", "util before",
-                 "util after"], rows, left=2))
+            body.extend(_pool_utilisation(p, "Routers", lib.ROUTER_RESOURCES, "routers", "router"))
     body.insert(0, "<p>Before: node baseline (observed minus what its addresses account for) plus the load of the "
                 "addresses it holds now; after: the same with the proposed placement (routers: load spread evenly "
                 "over the proposed number of routers).</p>")
