@@ -81,6 +81,7 @@ import json  # noqa: E402
 import math  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 import traceback  # noqa: E402
 
 import capacity_lib as lib  # noqa: E402
@@ -384,9 +385,7 @@ def _resolve(spark, addresses, salt, cols, candidates, needed, idf=None):
     names = {}
 
     def add(h, key):
-        prev = names.setdefault(h, key)
-        if prev != key:
-            raise _Collision()
+        _add_name(names, h, key)
 
     cands = sorted(set(tuple(c) for c in candidates or ()))
     if cands:
@@ -448,30 +447,43 @@ def _row_is_bad(F):
     return bad
 
 
-def _node_pass(spark, nodes, W, out):
-    """Node samples (small): validation, restarts (uptime drops) and per-window
-    gauges in one action. Returns the restarts [(infra, node, node_kind, t)]."""
+def _node_restarts(spark, nodes, salt):
+    """Node restarts (an uptime drop), one small query: [(nid, infra, node,
+    node_kind, t)], t the restart time in epoch seconds. The main pass needs
+    them before it starts; everything else about the nodes (``_node_pass``)
+    runs beside it."""
     from pyspark.sql import functions as F
     from pyspark.sql import Window
-    out["node_windows"] = []
-    out["totals"]["node_rows"] = 0
     if nodes is None:
         return []
-    nw = Window.partitionBy("infra", "node", "node_kind").orderBy("t")
-    n2 = nodes.select("infra", "address_space", "node", "node_kind", F.col("ts").cast("double").alias("t"),
-                      "memory_used", "memory_max", "disk_used", "disk_max", "connections", "links", "uptime_ms",
+    key = ("infra", "node", "node_kind")
+    n2 = nodes.select(*key, F.col("ts").cast("double").alias("t"), "uptime_ms")
+    n2 = n2.repartition(2 * spark.sparkContext.defaultParallelism, *key)
+    n2 = n2.withColumn("p_up", F.lag("uptime_ms").over(Window.partitionBy(*key).orderBy("t")))
+    rows = (n2.where(F.col("uptime_ms") < F.col("p_up"))
+            .select(_h(F, salt, *key).alias("nid"), *key, (F.col("t") - F.col("uptime_ms") / 1000.0).alias("rt"))
+            .distinct().collect())
+    return sorted((r["nid"], r["infra"], r["node"], r["node_kind"], r["rt"]) for r in rows)
+
+
+def _node_pass(spark, nodes, W, salt):
+    """Node samples (small): validation and per-window gauges in one action.
+    Returns (node windows as dicts, node sample count, {nid: (infra, node,
+    node_kind)})."""
+    from pyspark.sql import functions as F
+    if nodes is None:
+        return [], 0, {}
+    key = ("infra", "node", "node_kind")
+    n2 = nodes.select("infra", "address_space", "node", "node_kind", _h(F, salt, *key).alias("nid"),
+                      (F.floor(F.col("ts").cast("double") / W) * W).alias("ws"),
+                      "memory_used", "memory_max", "disk_used", "disk_max", "connections", "links",
                       *[F.when(F.col(c) < 0, 1).otherwise(0).alias("neg_" + c) for c in NODE_NONNEG])
-    # node samples are few: a handful of partitions, not the address pass's many
-    n2 = n2.repartition(2 * spark.sparkContext.defaultParallelism, "infra", "node", "node_kind")
-    n2 = n2.withColumn("p_up", F.lag("uptime_ms").over(nw))
-    n2 = n2.withColumn("restart_t", F.when(F.col("uptime_ms") < F.col("p_up"),
-                                           F.col("t") - F.col("uptime_ms") / 1000.0))
-    n2 = n2.withColumn("ws", F.floor(F.col("t") / W) * W)
     rows = n2.groupBy("infra", "address_space", "node", "node_kind", "ws").agg(
+        F.first("nid").alias("nid"),
         F.avg("memory_used").alias("memory_used"), F.max("memory_max").alias("memory_max"),
         F.avg("disk_used").alias("disk_used"), F.max("disk_max").alias("disk_max"),
         F.avg("connections").alias("connections"), F.avg("links").alias("links"),
-        F.count(F.lit(1)).alias("n"), F.collect_list("restart_t").alias("restarts"),
+        F.count(F.lit(1)).alias("n"),
         *[F.sum("neg_" + c).alias("neg_" + c) for c in NODE_NONNEG]).collect()
     nnegs = {}
     for r in rows:
@@ -485,15 +497,21 @@ def _node_pass(spark, nodes, W, out):
     if bad_kind:
         raise InputError("metrics store: node samples are invalid: node_kind must be broker or router "
                          "(%d row(s))" % bad_kind)
-    restarts = []
+    windows = []
+    names = {}
     for r in rows:
         d = r.asDict()
-        restarts.extend((d["infra"], d["node"], d["node_kind"], t) for t in d.pop("restarts"))
         for c in NODE_NONNEG:
             d.pop("neg_" + c)
-        out["node_windows"].append(d)
-    out["totals"]["node_rows"] = sum(r["n"] for r in rows)
-    return sorted(set(restarts))
+        _add_name(names, d.pop("nid"), (d["infra"], d["node"], d["node_kind"]))
+        windows.append(d)
+    return windows, sum(r["n"] for r in rows), names
+
+
+def _add_name(names, h, key):
+    """Record id -> name; two names for one id is a collision."""
+    if names.setdefault(h, key) != key:
+        raise _Collision()
 
 
 def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partitions=False,
@@ -510,14 +528,8 @@ def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partition
 
     ``adaptive_partitions``: set spark.sql.shuffle.partitions from the size of
     the input (two shuffle partitions per input split, at least two per core)."""
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
-    from pyspark.sql import Window
 
-    W = float(cm["window_seconds"])
-    max_gap = float(cm["max_gap_seconds"])
-    min_cov = float(cm["min_window_coverage"])
-    method = cm["percentile_method"]
     out = {"totals": {}}
     timings = {}
     t0 = time.time()
@@ -531,19 +543,51 @@ def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partition
         spark.conf.set("spark.sql.shuffle.partitions",
                        str(max(2 * par, addresses.rdd.getNumPartitions())))
 
-    # ---- nodes: validation, restarts, per-window gauges (small) -----------
-    restarts = _node_pass(spark, nodes, W, out)
-    node_names = _resolve(spark, None, salt, ("infra", "node", "node_kind"),
-                          set((r["infra"], r["node"], r["node_kind"]) for r in out["node_windows"]), ())
-    nid_of = dict((v, k) for k, v in node_names.items())
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        try:
+            return _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, salt,
+                              infra_filter, out, timings, t0)
+        except _Collision:
+            pass
+    if salt >= 5:
+        raise RuntimeError("64-bit id collisions with 6 salts; this should not happen")
+    return aggregate(spark, addresses, nodes, cm, None, adaptive_partitions, known_addresses, known_plans,
+                     salt + 1)
+
+
+def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, salt, infra_filter, out, timings,
+               t0):
+    """The body of ``aggregate``. Small independent pieces run on ``pool``
+    beside the heavy stages (the node gauges beside the main pass; the name
+    scan and the per-node throughput beside the per-address statistics):
+    Spark runs jobs from several threads at once, and a second job fills the
+    cores a stage's last tasks leave idle."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+    from pyspark.sql import Window
+
+    W = float(cm["window_seconds"])
+    max_gap = float(cm["max_gap_seconds"])
+    min_cov = float(cm["min_window_coverage"])
+    method = cm["percentile_method"]
+    # ---- nodes: restarts first (the main pass needs them); the gauges and
+    #      their validation run beside the main pass ----------------------------
+    node_f = pool.submit(_node_pass, spark, nodes, W, salt)
+    restarts = _node_restarts(spark, nodes, salt)
+    node_names = {}
+    for nid, infra, node, kind, _t in restarts:
+        _add_name(node_names, nid, (infra, node, kind))
     timings["nodes"] = time.time() - t0
 
     # ---- the one pass: deltas over (address, node) series, per window ------
     t1 = time.time()
-    router = F.col("node_kind") == "router"
-    type_code = F.coalesce(*[F.when(F.col("address_type") == t, F.lit(i))
+    # string columns are compared through one hash each (the literal side is
+    # folded to a constant): cheaper per row than up to six string comparisons
+    router = F.col("hk") == F.xxhash64(F.lit("router"))
+    type_code = F.coalesce(*[F.when(F.col("ht") == F.xxhash64(F.lit(t)), F.lit(i))
                              for i, t in enumerate(lib.ADDRESS_TYPES)])
-    a = addresses.withColumn("type_code", type_code).select(
+    a = (addresses.withColumn("hk", F.xxhash64("node_kind")).withColumn("ht", F.xxhash64("address_type"))
+         .withColumn("type_code", type_code)).select(
         _h(F, salt, "infra", "address_space", "address").alias("aid"),
         _h(F, salt, "infra", "node", "node_kind").alias("nid"),
         _meta(F, salt, F.col("type_code"), F.when(router, 1).otherwise(0),
@@ -560,9 +604,8 @@ def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partition
     a = (a.withColumn("p_t", F.lag("t").over(w)).withColumn("p_in", F.lag("c_in").over(w))
          .withColumn("p_out", F.lag("c_out").over(w)))
     rs = {}
-    for infra, node, kind, rt in restarts:
-        if (infra, node, kind) in nid_of:
-            rs.setdefault(nid_of[(infra, node, kind)], []).append(float(rt))
+    for nid, _i, _n, _k, rt in restarts:
+        rs.setdefault(nid, []).append(float(rt))
     if rs and sum(len(v) for v in rs.values()) <= 256:
         # few restarts (the usual case): a plain boolean expression, code-generated, no join
         restarted = F.lit(False)
@@ -603,7 +646,10 @@ def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partition
         F.sum(F.col("meta").bitwiseAND(1)).alias("bad"))
     anw = (anw.withColumn("valid", F.col("dt") >= (min_cov * W - 1e-9))
            .withColumn("r_in", F.when(F.col("dt") > 0, F.col("inc_in") / F.col("dt")))
-           .withColumn("r_out", F.when(F.col("dt") > 0, F.col("inc_out") / F.col("dt"))))
+           .withColumn("r_out", F.when(F.col("dt") > 0, F.col("inc_out") / F.col("dt")))
+           # the cache keeps only what later stages read (every integer column
+           # costs a dictionary-compression pass when the cache is built)
+           .drop("inc_in", "inc_out", "dt"))
     anw.persist(StorageLevel.MEMORY_AND_DISK)
 
     # ---- per series (address on a node): totals, validity, gauges, quality -
@@ -619,116 +665,134 @@ def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partition
         F.sum("bad").alias("bad"))
     series = an.transform(lambda d: _pct_finish(d, ("thr",), method)).collect()
     timings["deltas"] = time.time() - t1
-    if not series:
-        anw.unpersist()
-        raise InputError("metrics store: no address samples in the selected range%s"
-                         % (" for infra %r" % infra_filter if infra_filter else ""))
-    if any(r["bad"] for r in series):
-        anw.unpersist()
-        raise InputError("metrics store: address samples are invalid: " + "; ".join(_invalid_addresses(addresses)))
-
-    # ---- names (from the model and the node samples; a filtered scan for the rest)
-    t2 = time.time()
+    akw = None
+    pending = []
     try:
-        addr_names = _resolve(spark, addresses, salt, ("infra", "address_space", "address"), known_addresses,
-                              set(r["aid"] for r in series))
-        node_names.update(_resolve(spark, addresses, salt, ("infra", "node", "node_kind"),
-                                   node_names.values(), set(r["nid"] for r in series)))
-        plan_names = _resolve(spark, addresses, salt, ("plan",), [(p,) for p in known_plans],
-                              set(r["meta"] >> META_BITS for r in series) - {0},
-                              idf=lambda: _plan_key(F, salt))
-    except _Collision:
+        # node samples are checked before address samples, as they always were
+        out["node_windows"], out["totals"]["node_rows"], names_n = node_f.result()
+        for h, key in names_n.items():
+            _add_name(node_names, h, key)
+        if not series:
+            raise InputError("metrics store: no address samples in the selected range%s"
+                             % (" for infra %r" % infra_filter if infra_filter else ""))
+        if any(r["bad"] for r in series):
+            raise InputError("metrics store: address samples are invalid: "
+                             + "; ".join(_invalid_addresses(addresses)))
+
+        # ---- beside the per-address statistics: names (from the model and the
+        #      node samples; a filtered scan for the rest) and per-node throughput
+        def names(t):
+            a_ = _resolve(spark, addresses, salt, ("infra", "address_space", "address"), known_addresses,
+                          set(r["aid"] for r in series))
+            n_ = _resolve(spark, addresses, salt, ("infra", "node", "node_kind"), node_names.values(),
+                          set(r["nid"] for r in series))
+            p_ = _resolve(spark, addresses, salt, ("plan",), [(p,) for p in known_plans],
+                          set(r["meta"] >> META_BITS for r in series) - {0}, idf=lambda: _plan_key(F, salt))
+            return a_, n_, p_, time.time() - t
+
+        def node_throughput(t):
+            nthr = (anw.where(F.col("valid")).groupBy("nid", "ws")
+                    .agg(F.sum(F.col("r_in") + F.col("r_out")).alias("thr")))
+            return nthr.collect(), time.time() - t
+        names_f = pool.submit(names, time.time())
+        pending.append(names_f)
+        nthr_f = pool.submit(node_throughput, time.time())
+        pending.append(nthr_f)
+
+        # ---- per address and node kind: window rates summed over nodes ----
+        t3 = time.time()
+        akw = anw.groupBy("aid", "kind", "ws").agg(
+            F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
+            F.min(F.col("valid").cast("int")).alias("valid"))
+        akw.persist(StorageLevel.MEMORY_AND_DISK)
+        vin = F.when(F.col("valid") == 1, F.col("r_in"))
+        vout = F.when(F.col("valid") == 1, F.col("r_out"))
+        vthr = F.when(F.col("valid") == 1, F.col("r_in") + F.col("r_out"))
+        ak = akw.groupBy("aid", "kind").agg(
+            F.avg(vin).alias("in_avg"), _pct_expr(vin, method).alias("in_p"), F.max(vin).alias("in_max"),
+            F.avg(vout).alias("out_avg"), _pct_expr(vout, method).alias("out_p"), F.max(vout).alias("out_max"),
+            F.avg(vthr).alias("thr_avg"), _pct_expr(vthr, method).alias("thr_p"), F.max(vthr).alias("thr_max"),
+            F.count(F.lit(1)).alias("windows"), F.sum("valid").alias("windows_valid"))
+        ak_rows = _pct_finish(ak, ("in", "out", "thr"), method).collect()
+        timings["address_stats"] = time.time() - t3
+
+        addr_names, more_nodes, plan_names, timings["names"] = names_f.result()
+        node_names.update(more_nodes)
+        if any(node_names[r["nid"]][2] not in lib.NODE_KINDS for r in series):
+            raise InputError("metrics store: address samples are invalid: "
+                             + "; ".join(_invalid_addresses(addresses)))
+        out["restarts"] = [(i, n, t) for _h_, i, n, _k, t in restarts]
+        out["totals"].update({
+            "address_rows": sum(r["samples"] for r in series),
+            "t_min": min(r["t_first"] for r in series), "t_max": max(r["t_last"] for r in series),
+            "series_windows": sum(r["windows"] for r in series)})
+        out["address_node"] = []
+        for r in series:
+            d = _flatten_p(r.asDict())
+            infra, space, address = addr_names[d.pop("aid")]
+            _i, node, kind = node_names[d.pop("nid")]
+            meta = d.pop("meta")
+            plan_key = meta >> META_BITS
+            for k in ("kind", "bad", "t_first"):
+                d.pop(k)
+            d.update({"infra": infra, "address_space": space, "address": address, "node": node,
+                      "node_kind": kind, "plan": plan_names[plan_key][0] if plan_key else None,
+                      "address_type": lib.ADDRESS_TYPES[(meta >> 2) & 7]})
+            out["address_node"].append(d)
+        out["address_kind"] = []
+        for r in ak_rows:
+            d = _flatten_p(r.asDict())
+            infra, space, address = addr_names[d.pop("aid")]
+            d.update({"infra": infra, "address_space": space, "address": address,
+                      "node_kind": KINDS[d.pop("kind")]})
+            out["address_kind"].append(d)
+
+        nthr_rows, timings["node_throughput"] = nthr_f.result()
+        out["node_throughput"] = []
+        for r in nthr_rows:
+            infra, node, kind = node_names[r["nid"]]
+            out["node_throughput"].append({"infra": infra, "node": node, "node_kind": kind, "ws": r["ws"],
+                                           "thr": r["thr"]})
+
+        # ---- per space and window: ingress/egress of each address, measured
+        #      where it lives (brokers for stored addresses, routers for direct ones)
+        t5 = time.time()
+        present = {}
+        for r in out["address_kind"]:
+            present.setdefault((r["infra"], r["address_space"], r["address"]), set()).add(r["node_kind"])
+        types = dict(((r["infra"], r["address_space"], r["address"]), r["address_type"])
+                     for r in out["address_node"])
+        aid_of = dict((v, k) for k, v in addr_names.items())
+        spaces = sorted(set(k[:2] for k in present))
+        space_ix = dict((s, i) for i, s in enumerate(spaces))
+        out["authoritative"] = {}
+        auth_rows = []
+        for key, ks in sorted(present.items()):
+            kind = lib.authoritative_kind(types.get(key), ks)
+            out["authoritative"][key] = kind
+            if kind:
+                auth_rows.append((aid_of[key], KINDS.index(kind), space_ix[key[:2]]))
+        adf = spark.createDataFrame(auth_rows, "aid long, kind int, sp int")
+        sw = (akw.where(F.col("valid") == 1).join(F.broadcast(adf), ["aid", "kind"])
+              .groupBy("sp", "ws").agg(F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
+                                       F.count(F.lit(1)).alias("addresses")))
+        out["space_windows"] = []
+        for r in sw.collect():
+            infra, space = spaces[r["sp"]]
+            out["space_windows"].append({"infra": infra, "address_space": space, "ws": r["ws"],
+                                         "r_in": r["r_in"], "r_out": r["r_out"], "addresses": r["addresses"]})
+        timings["space_series"] = time.time() - t5
+        out["timings"] = timings
+        return out
+    finally:
+        for f in pending:       # nothing may still read the cached tables
+            try:
+                f.result()
+            except Exception:
+                pass
+        if akw is not None:
+            akw.unpersist()
         anw.unpersist()
-        if salt >= 5:
-            raise RuntimeError("64-bit id collisions with 6 salts; this should not happen")
-        return aggregate(spark, addresses, nodes, cm, None, adaptive_partitions, known_addresses, known_plans,
-                         salt + 1)
-    timings["names"] = time.time() - t2
-    if any(node_names[r["nid"]][2] not in lib.NODE_KINDS for r in series):
-        anw.unpersist()
-        raise InputError("metrics store: address samples are invalid: " + "; ".join(_invalid_addresses(addresses)))
-    out["restarts"] = [(i, n, t) for i, n, _k, t in restarts]
-    out["totals"].update({
-        "address_rows": sum(r["samples"] for r in series),
-        "t_min": min(r["t_first"] for r in series), "t_max": max(r["t_last"] for r in series),
-        "series_windows": sum(r["windows"] for r in series)})
-    out["address_node"] = []
-    for r in series:
-        d = _flatten_p(r.asDict())
-        infra, space, address = addr_names[d.pop("aid")]
-        _i, node, kind = node_names[d.pop("nid")]
-        meta = d.pop("meta")
-        plan_key = meta >> META_BITS
-        for k in ("kind", "bad", "t_first"):
-            d.pop(k)
-        d.update({"infra": infra, "address_space": space, "address": address, "node": node, "node_kind": kind,
-                  "plan": plan_names[plan_key][0] if plan_key else None,
-                  "address_type": lib.ADDRESS_TYPES[(meta >> 2) & 7]})
-        out["address_node"].append(d)
-
-    # ---- per address and node kind: window rates summed over nodes --------
-    t3 = time.time()
-    akw = anw.groupBy("aid", "kind", "ws").agg(
-        F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
-        F.min(F.col("valid").cast("int")).alias("valid"))
-    akw.persist(StorageLevel.MEMORY_AND_DISK)
-    vin = F.when(F.col("valid") == 1, F.col("r_in"))
-    vout = F.when(F.col("valid") == 1, F.col("r_out"))
-    vthr = F.when(F.col("valid") == 1, F.col("r_in") + F.col("r_out"))
-    ak = akw.groupBy("aid", "kind").agg(
-        F.avg(vin).alias("in_avg"), _pct_expr(vin, method).alias("in_p"), F.max(vin).alias("in_max"),
-        F.avg(vout).alias("out_avg"), _pct_expr(vout, method).alias("out_p"), F.max(vout).alias("out_max"),
-        F.avg(vthr).alias("thr_avg"), _pct_expr(vthr, method).alias("thr_p"), F.max(vthr).alias("thr_max"),
-        F.count(F.lit(1)).alias("windows"), F.sum("valid").alias("windows_valid"))
-    out["address_kind"] = []
-    for r in _pct_finish(ak, ("in", "out", "thr"), method).collect():
-        d = _flatten_p(r.asDict())
-        infra, space, address = addr_names[d.pop("aid")]
-        d.update({"infra": infra, "address_space": space, "address": address, "node_kind": KINDS[d.pop("kind")]})
-        out["address_kind"].append(d)
-    timings["address_stats"] = time.time() - t3
-
-    # ---- per node and window: throughput (msg/s in + out) ------------------
-    t4 = time.time()
-    nthr = anw.where(F.col("valid")).groupBy("nid", "ws").agg(F.sum(F.col("r_in") + F.col("r_out")).alias("thr"))
-    out["node_throughput"] = []
-    for r in nthr.collect():
-        infra, node, kind = node_names[r["nid"]]
-        out["node_throughput"].append({"infra": infra, "node": node, "node_kind": kind, "ws": r["ws"],
-                                       "thr": r["thr"]})
-    timings["node_throughput"] = time.time() - t4
-
-    # ---- per space and window: ingress/egress of each address, measured where
-    #      it lives (brokers for stored addresses, routers for direct ones) ---
-    t5 = time.time()
-    present = {}
-    for r in out["address_kind"]:
-        present.setdefault((r["infra"], r["address_space"], r["address"]), set()).add(r["node_kind"])
-    types = dict(((r["infra"], r["address_space"], r["address"]), r["address_type"]) for r in out["address_node"])
-    aid_of = dict((v, k) for k, v in addr_names.items())
-    spaces = sorted(set(k[:2] for k in present))
-    space_ix = dict((s, i) for i, s in enumerate(spaces))
-    out["authoritative"] = {}
-    auth_rows = []
-    for key, ks in sorted(present.items()):
-        kind = lib.authoritative_kind(types.get(key), ks)
-        out["authoritative"][key] = kind
-        if kind:
-            auth_rows.append((aid_of[key], KINDS.index(kind), space_ix[key[:2]]))
-    adf = spark.createDataFrame(auth_rows, "aid long, kind int, sp int")
-    sw = (akw.where(F.col("valid") == 1).join(F.broadcast(adf), ["aid", "kind"])
-          .groupBy("sp", "ws").agg(F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
-                                   F.count(F.lit(1)).alias("addresses")))
-    out["space_windows"] = []
-    for r in sw.collect():
-        infra, space = spaces[r["sp"]]
-        out["space_windows"].append({"infra": infra, "address_space": space, "ws": r["ws"], "r_in": r["r_in"],
-                                     "r_out": r["r_out"], "addresses": r["addresses"]})
-    timings["space_series"] = time.time() - t5
-    akw.unpersist()
-    anw.unpersist()
-    out["timings"] = timings
-    return out
 
 
 def _flatten_p(d):
