@@ -342,6 +342,15 @@ def _pct_finish(df, prefixes, method, ps=(0.95, 0.99)):
     return df
 
 
+def _small_df(spark, rows, fields):
+    """A DataFrame from a Python list through Arrow (no Python worker
+    processes, unlike a plain createDataFrame): ``fields`` [(name, pyarrow type)]."""
+    import pyarrow as pa
+    cols = list(zip(*rows)) if rows else [()] * len(fields)
+    return spark.createDataFrame(pa.table([pa.array(list(c), type=t) for c, (_n, t) in zip(cols, fields)],
+                                          names=[n for n, _t in fields]))
+
+
 KINDS = ("broker", "router")        # index = the integer code the heavy stages use
 
 
@@ -372,14 +381,16 @@ def _meta(F, salt, type_code, kind, bad):
             .bitwiseOR(bad.cast("long")))
 
 
-def _resolve(spark, addresses, salt, cols, candidates, needed, idf=None):
+def _resolve(spark, addresses, salt, cols, candidates, needed, idf=None, times=None):
     """Names of the 64-bit ids ``needed`` (xxhash64 of ``cols`` with ``salt``).
 
     The candidates (from the model and the node samples) are hashed on a tiny
     DataFrame; ids they do not explain are looked up in the store with a
-    filtered scan that decodes strings only for the matching rows. The big
-    stages therefore never group or sort on strings. Raises _Collision when
-    two names share an id."""
+    filtered scan that decodes strings only for the matching rows. ``times``
+    (id -> the time of one sample carrying it) narrows that scan first to the
+    samples at those instants, in their date partitions; a full scan is left
+    for anything still unnamed. The big stages therefore never group or sort
+    on strings. Raises _Collision when two names share an id."""
     from pyspark.sql import functions as F
     idf = idf or (lambda: _h(F, salt, *cols))
     names = {}
@@ -389,14 +400,27 @@ def _resolve(spark, addresses, salt, cols, candidates, needed, idf=None):
 
     cands = sorted(set(tuple(c) for c in candidates or ()))
     if cands:
-        cdf = spark.createDataFrame(cands, ", ".join("%s string" % c for c in cols))
+        import pyarrow as pa
+        cdf = _small_df(spark, cands, [(c, pa.string()) for c in cols])
         for r in cdf.select(idf().alias("h"), *cols).collect():
             add(r["h"], tuple(r[c] for c in cols))
     missing = [h for h in needed if h not in names]
-    if missing:
+    hint = sorted(set(times[h] for h in missing if h in (times or {})))
+    scans = []
+    if hint:
+        narrow = addresses.where(F.col("ts").cast("double").isin(hint))
+        if "date" in addresses.columns:
+            narrow = narrow.where(F.col("date").isin(sorted(set(
+                _dt.datetime.fromtimestamp(t, _dt.timezone.utc).date().isoformat() for t in hint))))
+        scans.append(narrow)
+    scans.append(addresses)
+    for df in scans:
+        if not missing:
+            break
         hx = idf()
-        for r in addresses.where(hx.isin(missing)).select(hx.alias("h"), *cols).distinct().collect():
+        for r in df.where(hx.isin(missing)).select(hx.alias("h"), *cols).distinct().collect():
             add(r["h"], tuple(r[c] for c in cols))
+        missing = [h for h in missing if h not in names]
     return names
 
 
@@ -615,7 +639,8 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
                                          & (F.col("t") >= F.lit(rt)))
         restarted = F.coalesce(restarted, F.lit(False))
     elif rs:
-        rdf = spark.createDataFrame(sorted(rs.items()), "nid long, restarts array<double>")
+        import pyarrow as pa
+        rdf = _small_df(spark, sorted(rs.items()), [("nid", pa.int64()), ("restarts", pa.list_(pa.float64()))])
         a = a.join(F.broadcast(rdf), ["nid"], "left")
         restarted = F.coalesce(F.exists("restarts", lambda r: (r > F.col("p_t")) & (r <= F.col("t"))),
                                F.lit(False))
@@ -682,12 +707,17 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
         # ---- beside the per-address statistics: names (from the model and the
         #      node samples; a filtered scan for the rest) and per-node throughput
         def names(t):
+            first = dict((r["aid"], r["t_first"]) for r in series)
             a_ = _resolve(spark, addresses, salt, ("infra", "address_space", "address"), known_addresses,
-                          set(r["aid"] for r in series))
+                          set(first), times=first)
+            first = dict((r["nid"], r["t_first"]) for r in series)
             n_ = _resolve(spark, addresses, salt, ("infra", "node", "node_kind"), node_names.values(),
-                          set(r["nid"] for r in series))
-            p_ = _resolve(spark, addresses, salt, ("plan",), [(p,) for p in known_plans],
-                          set(r["meta"] >> META_BITS for r in series) - {0}, idf=lambda: _plan_key(F, salt))
+                          set(first), times=first)
+            # a series' plan is that of its last sample
+            last = dict((r["meta"] >> META_BITS, r["t_last"]) for r in series)
+            last.pop(0, None)
+            p_ = _resolve(spark, addresses, salt, ("plan",), [(p,) for p in known_plans], set(last),
+                          idf=lambda: _plan_key(F, salt), times=last)
             return a_, n_, p_, time.time() - t
 
         def node_throughput(t):
@@ -772,7 +802,8 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
             out["authoritative"][key] = kind
             if kind:
                 auth_rows.append((aid_of[key], KINDS.index(kind), space_ix[key[:2]]))
-        adf = spark.createDataFrame(auth_rows, "aid long, kind int, sp int")
+        import pyarrow as pa
+        adf = _small_df(spark, auth_rows, [("aid", pa.int64()), ("kind", pa.int32()), ("sp", pa.int32())])
         sw = (akw.where(F.col("valid") == 1).join(F.broadcast(adf), ["aid", "kind"])
               .groupBy("sp", "ws").agg(F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
                                        F.count(F.lit(1)).alias("addresses")))

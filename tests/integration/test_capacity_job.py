@@ -351,3 +351,35 @@ def test_tiny_store_plans_fine(tmp_path, capsys, spark_session):
     plan = json.loads((tmp_path / "plan.json").read_text())
     a = plan["infrastructures"][0]["address_spaces"][0]["addresses"][0]
     assert a["load"]["ingress"]["avg"] == pytest.approx(100 / 60.0)
+
+
+def test_unmodelled_names_found_by_narrow_and_full_scans(tmp_path, spark_session):
+    """Ids the model does not name are looked up in the store: first among
+    the samples at the hinted instant (in its date partition), then in a full
+    scan for what that misses (a wrong hint, a file under another date)."""
+    import capacity_plan as cp
+    from pyspark.sql import functions as F
+    _tiny_store(str(tmp_path / "m"))
+    # q2 sampled on 2024-03-04 but filed under date=2024-03-05
+    t0 = dt.datetime(2024, 3, 4, 12, tzinfo=dt.timezone.utc)
+    d = tmp_path / "m" / "addresses" / "date=2024-03-05" / "address_space=s1"
+    d.mkdir(parents=True)
+    row = {"ts": t0, "infra": "i", "address_space": "s1", "address": "q2", "address_type": "queue",
+           "plan": "standard-small-queue", "node": "b0", "node_kind": "broker", "messages_added": 1,
+           "messages_acknowledged": 1, "message_count": 0, "consumer_count": 0, "persistent_size": 0,
+           "address_size": None, "deliveries_ingress": None, "deliveries_egress": None, "links": 0}
+    pq.write_table(pa.Table.from_pylist([row], schema=pa.schema(gm.ADDRESS_SCHEMA)), str(d / "part-0.parquet"))
+    addresses, _ = cp.read_kind(spark_session, str(tmp_path / "m"), "addresses", cp.ADDRESS_REQUIRED,
+                                cp.ADDRESS_OPTIONAL)
+    cols = ("infra", "address_space", "address")
+    ids = dict((r["address"], r["h"]) for r in addresses.select(cp._h(F, 0, *cols).alias("h"), "address")
+               .distinct().collect())
+    q1_first = dt.datetime(2024, 3, 4, tzinfo=dt.timezone.utc).timestamp()
+    # right hint for q1, a hint with no sample for q2 (and q2 is under another date)
+    names = cp._resolve(spark_session, addresses, 0, cols, (), set(ids.values()),
+                        times={ids["q1"]: q1_first, ids["q2"]: q1_first + 7})
+    assert names == {ids["q1"]: ("i", "s1", "q1"), ids["q2"]: ("i", "s1", "q2")}
+    # candidates alone, no scan needed; an id nobody carries stays unnamed
+    names = cp._resolve(spark_session, addresses, 0, cols, [("i", "s1", "q1")], {ids["q1"], 12345},
+                        times={12345: q1_first})
+    assert names == {ids["q1"]: ("i", "s1", "q1")}
