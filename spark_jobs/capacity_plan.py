@@ -610,7 +610,7 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
     router = F.col("hk") == F.xxhash64(F.lit("router"))
     type_code = F.coalesce(*[F.when(F.col("ht") == F.xxhash64(F.lit(t)), F.lit(i))
                              for i, t in enumerate(lib.ADDRESS_TYPES)])
-    a = (addresses.withColumn("hk", F.xxhash64("node_kind")).withColumn("ht", F.xxhash64("address_type"))
+    a = (addresses.withColumns({"hk": F.xxhash64("node_kind"), "ht": F.xxhash64("address_type")})
          .withColumn("type_code", type_code)).select(
         _h(F, salt, "infra", "address_space", "address").alias("aid"),
         _h(F, salt, "infra", "node", "node_kind").alias("nid"),
@@ -625,8 +625,8 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
     # samples are shuffled once and nothing downstream is shuffled again
     a = a.repartition("aid")
     w = Window.partitionBy("aid", "nid").orderBy("t")
-    a = (a.withColumn("p_t", F.lag("t").over(w)).withColumn("p_in", F.lag("c_in").over(w))
-         .withColumn("p_out", F.lag("c_out").over(w)))
+    # (withColumns: one analysis of the plan, not one per column)
+    a = a.withColumns({"p_t": F.lag("t").over(w), "p_in": F.lag("c_in").over(w), "p_out": F.lag("c_out").over(w)})
     rs = {}
     for nid, _i, _n, _k, rt in restarts:
         rs.setdefault(nid, []).append(float(rt))
@@ -650,11 +650,10 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
     ok = F.col("p_t").isNotNull() & (dt > 0) & (dt <= max_gap)
     drop_in = F.col("c_in") < F.col("p_in")
     drop_out = F.col("c_out") < F.col("p_out")
-    a = a.withColumn("restarted", restarted)
+    a = a.withColumns({"restarted": restarted, "ws": F.floor(F.col("t") / W) * W})
     inc_in = F.when(F.col("restarted") | drop_in, F.col("c_in")).otherwise(F.col("c_in") - F.col("p_in"))
     inc_out = F.when(F.col("restarted") | drop_out, F.col("c_out")).otherwise(F.col("c_out") - F.col("p_out"))
     reset = F.col("restarted") | F.coalesce(drop_in, F.lit(False)) | F.coalesce(drop_out, F.lit(False))
-    a = a.withColumn("ws", F.floor(F.col("t") / W) * W)
     kind = F.shiftright("meta", 1).bitwiseAND(1).cast("int").alias("kind")
     anw = a.groupBy("aid", "nid", kind, "ws").agg(
         F.coalesce(F.sum(F.when(ok, inc_in)), F.lit(0)).alias("inc_in"),
@@ -669,9 +668,9 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
         F.max_by("consumer_count", "t").alias("consumers_last"), F.avg("links").alias("links"),
         F.max_by("meta", "t").alias("meta"), F.min("t").alias("t_first"), F.max("t").alias("t_last"),
         F.sum(F.col("meta").bitwiseAND(1)).alias("bad"))
-    anw = (anw.withColumn("valid", F.col("dt") >= (min_cov * W - 1e-9))
-           .withColumn("r_in", F.when(F.col("dt") > 0, F.col("inc_in") / F.col("dt")))
-           .withColumn("r_out", F.when(F.col("dt") > 0, F.col("inc_out") / F.col("dt")))
+    anw = (anw.withColumns({"valid": F.col("dt") >= (min_cov * W - 1e-9),
+                            "r_in": F.when(F.col("dt") > 0, F.col("inc_in") / F.col("dt")),
+                            "r_out": F.when(F.col("dt") > 0, F.col("inc_out") / F.col("dt"))})
            # the cache keeps only what later stages read (every integer column
            # costs a dictionary-compression pass when the cache is built)
            .drop("inc_in", "inc_out", "dt"))
