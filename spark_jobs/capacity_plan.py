@@ -394,16 +394,12 @@ def _resolve(spark, addresses, salt, cols, candidates, needed, idf=None, times=N
     from pyspark.sql import functions as F
     idf = idf or (lambda: _h(F, salt, *cols))
     names = {}
-
-    def add(h, key):
-        _add_name(names, h, key)
-
     cands = sorted(set(tuple(c) for c in candidates or ()))
     if cands:
         import pyarrow as pa
         cdf = _small_df(spark, cands, [(c, pa.string()) for c in cols])
         for r in cdf.select(idf().alias("h"), *cols).collect():
-            add(r["h"], tuple(r[c] for c in cols))
+            _add_name(names, r["h"], tuple(r[c] for c in cols))
     missing = [h for h in needed if h not in names]
     hint = sorted(set(times[h] for h in missing if h in (times or {})))
     scans = []
@@ -419,7 +415,7 @@ def _resolve(spark, addresses, salt, cols, candidates, needed, idf=None, times=N
             break
         hx = idf()
         for r in df.where(hx.isin(missing)).select(hx.alias("h"), *cols).distinct().collect():
-            add(r["h"], tuple(r[c] for c in cols))
+            _add_name(names, r["h"], tuple(r[c] for c in cols))
         missing = [h for h in missing if h not in names]
     return names
 
@@ -710,9 +706,9 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
             first = dict((r["aid"], r["t_first"]) for r in series)
             a_ = _resolve(spark, addresses, salt, ("infra", "address_space", "address"), known_addresses,
                           set(first), times=first)
-            first = dict((r["nid"], r["t_first"]) for r in series)
-            n_ = _resolve(spark, addresses, salt, ("infra", "node", "node_kind"), node_names.values(),
-                          set(first), times=first)
+            # nodes with node samples are named already (their ids came from Spark)
+            first = dict((r["nid"], r["t_first"]) for r in series if r["nid"] not in node_names)
+            n_ = _resolve(spark, addresses, salt, ("infra", "node", "node_kind"), (), set(first), times=first)
             # a series' plan is that of its last sample
             last = dict((r["meta"] >> META_BITS, r["t_last"]) for r in series)
             last.pop(0, None)
