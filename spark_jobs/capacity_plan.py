@@ -35,8 +35,8 @@ if _HERE not in sys.path:
 
 def _import_module_utils():
     try:
-        from ansible_collections.enmasse.messaging.plugins.module_utils import placement, plans, model
-        return placement, plans, model
+        from ansible_collections.enmasse.messaging.plugins.module_utils.model import placement, plans, documents, validation
+        return placement, plans, documents, validation
     except ImportError:
         pass
     try:
@@ -45,7 +45,7 @@ def _import_module_utils():
     except ImportError:
         pass
     root = os.path.dirname(_HERE)
-    if not os.path.isfile(os.path.join(root, "plugins", "module_utils", "placement.py")):
+    if not os.path.isfile(os.path.join(root, "plugins", "module_utils", "model", "placement.py")):
         raise ImportError("capacity_plan: cannot import the collection's module_utils (placement, plans, "
                           "model): install the enmasse.messaging collection or put module_utils next to "
                           "this job as the package enmasse_mu/")
@@ -68,11 +68,11 @@ def _import_module_utils():
                 setattr(sys.modules[parent], child, mod)
         elif path and path not in list(mod.__path__):
             mod.__path__.append(path)
-    from ansible_collections.enmasse.messaging.plugins.module_utils import placement, plans, model
-    return placement, plans, model
+    from ansible_collections.enmasse.messaging.plugins.module_utils.model import placement, plans, documents, validation
+    return placement, plans, documents, validation
 
 
-placement, plans, model = _import_module_utils()
+placement, plans, documents, validation = _import_module_utils()
 # --------------------------------------------------------------------------
 
 import argparse  # noqa: E402
@@ -136,17 +136,17 @@ def load_model(path, catalogue_extra=None):
         raw = dict(raw)
         infra = raw.pop("infra", None) or default_infra
         addresses = raw.pop("addresses", None) or []
-        sp = model.normalize_address_space(raw)
+        sp = documents.normalize_address_space(raw)
         where = "address_spaces[%d](%s)" % (i, sp.get("name"))
-        errors.extend(model.validate_address_space(sp, catalogue, field=where))
-        addrs = [model.normalize_address(a, sp.get("name")) for a in addresses]
+        errors.extend(validation.validate_address_space(sp, catalogue, field=where))
+        addrs = [documents.normalize_address(a, sp.get("name")) for a in addresses]
         for a in addrs:
             if isinstance(a, dict):
                 a.pop("address_space", None)
                 a.pop("name", None)
         if not errors or all(not e.startswith(where) for e in errors):
             errors.extend("%s.%s" % (where, e) for e in
-                          model.validate_addresses(sp, addrs, catalogue, check_quota=False))
+                          validation.validate_addresses(sp, addrs, catalogue, check_quota=False))
         if sp.get("name") in seen:
             errors.append("%s.name: %r is listed twice" % (where, sp.get("name")))
         seen.add(sp.get("name"))
@@ -1126,7 +1126,7 @@ class Planner(object):
                        "plan_observed": (load or {}).get("plan_observed"),
                        "load": load, "class": self.classify(load)}
                 docs.append(doc)
-            items = model.placement_items(sp["addresses"], self.catalogue, cur_pl, cur_plan)
+            items = validation.placement_items(sp["addresses"], self.catalogue, cur_pl, cur_plan)
             space_items[sp["name"]] = items
             addr_docs[sp["name"]] = dict((d["address"], d) for d in docs)
             sp["_plan"] = splan

@@ -251,12 +251,14 @@ failed_addresses:
   elements: str
 '''
 
-from ansible_collections.enmasse.messaging.plugins.module_utils import common
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import converge_addresses
-from ansible_collections.enmasse.messaging.plugins.module_utils.plans import Catalogue
+from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import converge_addresses, open_space
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import address_inputs
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.plans import Catalogue
 
 OPTIONS = dict(
-    common.ADDRESS_SPACE_ARG,
+    args.ADDRESS_SPACE_ARG,
     address=dict(type="str"),
     type=dict(type="str"),
     plan=dict(type="str"),
@@ -269,30 +271,30 @@ OPTIONS = dict(
     definition=dict(type="dict"),
     addresses=dict(type="list", elements="dict"),
     prune=dict(type="bool", default=False),
-    state=common.STATE_ARG,
-    force=common.FORCE_ARG,
-    plans=common.PLANS_ARG,
+    state=args.STATE_ARG,
+    force=args.FORCE_ARG,
+    plans=args.PLANS_ARG,
 )
 
 
 def converge(module):
     p = module.params
-    conn, ledger, space, service = common.open_space(module, p["address_space"])
+    conn, ledger, space, service = open_space(p, p["address_space"], runner.secret_hider(module))
     if not space["plan"]:
-        raise common.ConfigError(
+        raise ConfigError(
             "the plan of address space %r is not known: create it with enmasse.messaging.address_space "
             "(which records it in the ledger %s) or add plan to the connection file %s"
             % (space["name"], conn["ledger_path"], conn["connection_file"]))
     catalogue = Catalogue.from_data(p["plans"])
-    present, absent, errors = common.address_inputs(p, space["name"])
+    present, absent, errors = address_inputs(p, space["name"])
     if errors:
-        raise common.ConfigError(errors)
+        raise ConfigError(errors)
     return converge_addresses(service, ledger, space, catalogue, present, absent,
                               prune=p["prune"], force=p["force"], check_mode=module.check_mode)
 
 
 def main():
-    common.main(OPTIONS, converge)
+    runner.main(OPTIONS, converge)
 
 
 if __name__ == "__main__":

@@ -75,12 +75,12 @@ addresses:
       status: {ready: true, phase: Active, message_count: 0, consumers: 0, owned: false, messages: []}
 '''
 
-from ansible_collections.enmasse.messaging.plugins.module_utils import common
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import address_info
-from ansible_collections.enmasse.messaging.plugins.module_utils.plans import Catalogue
+from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import address_info, open_space
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.plans import Catalogue
 
 OPTIONS = dict(
-    common.ADDRESS_SPACE_ARG,
+    args.ADDRESS_SPACE_ARG,
     addresses=dict(type="list", elements="str"),
     include_unowned=dict(type="bool", default=True),
 )
@@ -88,13 +88,13 @@ OPTIONS = dict(
 
 def info(module):
     p = module.params
-    conn, ledger, space, service = common.open_space(module, p["address_space"])
+    conn, ledger, space, service = open_space(p, p["address_space"], runner.secret_hider(module))
     addresses = address_info(service, ledger, Catalogue.default(), p["addresses"], p["include_unowned"])
     return {"changed": False, "addresses": addresses}
 
 
 def main():
-    common.main(OPTIONS, info)
+    runner.main(OPTIONS, info)
 
 
 if __name__ == "__main__":

@@ -145,9 +145,10 @@ errors:
   elements: str
 '''
 
-from ansible_collections.enmasse.messaging.plugins.module_utils import common
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import converge_space, delete_space
-from ansible_collections.enmasse.messaging.plugins.module_utils.plans import Catalogue
+from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import converge_space, delete_space, open_space
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import space_input
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.plans import Catalogue
 
 OPTIONS = dict(
     name=dict(type="str", required=True),
@@ -156,27 +157,28 @@ OPTIONS = dict(
     authentication_service=dict(type="dict"),
     endpoints=dict(type="list", elements="dict"),
     definition=dict(type="dict"),
-    plans=common.PLANS_ARG,
-    force=common.FORCE_ARG,
-    state=common.STATE_ARG,
+    plans=args.PLANS_ARG,
+    force=args.FORCE_ARG,
+    state=args.STATE_ARG,
 )
 
 
 def converge(module):
     p = module.params
     # state=present checks the (desired) type itself: it may differ from the recorded one
-    conn, ledger, space, service = common.open_space(module, p["name"], supported_only=p["state"] == "absent")
+    conn, ledger, space, service = open_space(p, p["name"], runner.secret_hider(module),
+                                              supported_only=p["state"] == "absent")
     catalogue = Catalogue.from_data(p["plans"])
     if p["state"] == "absent":
         return delete_space(service, ledger, p["name"], catalogue, force=p["force"],
                             check_mode=module.check_mode)
-    desired = common.space_input(p, ledger.space, conn)
+    desired = space_input(p, ledger.space, conn)
     return converge_space(service, ledger, desired, catalogue, conn.get("endpoints") or p["endpoints"],
                           check_mode=module.check_mode)
 
 
 def main():
-    common.main(OPTIONS, converge)
+    runner.main(OPTIONS, converge)
 
 
 if __name__ == "__main__":

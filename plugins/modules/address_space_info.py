@@ -76,25 +76,27 @@ address_space:
       returned: always
 '''
 
-from ansible_collections.enmasse.messaging.plugins.module_utils import common
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import space_info, space_result
+from ansible_collections.enmasse.messaging.plugins.module_utils import runner
+from ansible_collections.enmasse.messaging.plugins.module_utils.args import CONNECTION_ARGS
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import open_space, space_info, space_result
+from ansible_collections.enmasse.messaging.plugins.module_utils.connection import connection_file_path, read_connection_file
 
 
 def info(module):
     p = module.params
     name = p["name"]
-    explicit = any(p.get(k) is not None for k in common.CONNECTION_ARGS)
-    path = common.connection_file_path(p, name)
-    if not explicit and common.read_connection_file(path) is None:
+    explicit = any(p.get(k) is not None for k in CONNECTION_ARGS)
+    path = connection_file_path(p, name)
+    if not explicit and read_connection_file(path) is None:
         status = {"ready": False, "phase": "Pending", "endpoints": [],
                   "messages": ["no connection file %s: the address space is not deployed" % path]}
         return {"changed": False, "address_space": space_result(name, None, status)}
-    conn, ledger, space, service = common.open_space(module, name)
+    conn, ledger, space, service = open_space(p, name, runner.secret_hider(module))
     return {"changed": False, "address_space": space_info(service, ledger, name, conn.get("endpoints"))}
 
 
 def main():
-    common.main(dict(name=dict(type="str", required=True)), info)
+    runner.main(dict(name=dict(type="str", required=True)), info)
 
 
 if __name__ == "__main__":

@@ -211,13 +211,17 @@ summary:
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.enmasse.messaging.plugins.module_utils import common
-from ansible_collections.enmasse.messaging.plugins.module_utils import metrics
+from ansible_collections.enmasse.messaging.plugins.module_utils import runner
+from ansible_collections.enmasse.messaging.plugins.module_utils.connection import secrets_of
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import EnmasseError
+from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import collect as metrics
+from ansible_collections.enmasse.messaging.plugins.module_utils.metrics.store import HAS_PYARROW, PYARROW_IMPORT_ERROR
+from ansible_collections.enmasse.messaging.plugins.module_utils.redact import url_password
 
 
 def main():
     d = metrics.COLLECT_DEFAULTS
-    module = common.new_module(
+    module = runner.new_module(
         dict(
             address_space=dict(type="str"),
             address_spaces=dict(type="list", elements="str"),
@@ -240,15 +244,15 @@ def main():
         ),
         mutually_exclusive=[("address_space", "address_spaces")],
     )
-    common.hide_secrets(module, common.url_password(module.params["router_url"]))
-    if not metrics.HAS_PYARROW and not module.check_mode:
-        module.fail_json(msg=missing_required_lib("pyarrow"), exception=str(metrics.PYARROW_IMPORT_ERROR))
+    runner.hide_secrets(module, url_password(module.params["router_url"]))
+    if not HAS_PYARROW and not module.check_mode:
+        module.fail_json(msg=missing_required_lib("pyarrow"), exception=str(PYARROW_IMPORT_ERROR))
     try:
         result = metrics.run(module.params, check_mode=module.check_mode,
-                             on_connection=lambda conn: common.hide_connection_secrets(module, conn))
-    except (common.ConfigError, metrics.MetricsError) as e:
-        errors = common.error_list(e)
-        module.fail_json(msg="; ".join(errors), errors=errors, changed=False)
+                             on_connection=lambda conn: runner.hide_secrets(module, *secrets_of(conn)))
+    except EnmasseError as e:
+        errors = runner.error_list(e)
+        module.fail_json(msg=runner.failure_message(errors), errors=errors, changed=False)
     failed = result.pop("failed")
     msg = result.pop("msg", None)
     if failed:

@@ -53,7 +53,7 @@ def _collections_root():
 
 COLLECTIONS = _collections_root()
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.jolokia import (  # noqa: E402
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.client import (  # noqa: E402
     JolokiaClient, broker_mbean)
 
 ARTEMIS_VERSION = os.environ.get("ARTEMIS_VERSION", "2.40.0")

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 import helpers  # noqa: E402
 
-from ansible_collections.enmasse.messaging.plugins.module_utils import metrics  # noqa: E402
+from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import store as metrics_store  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -90,7 +90,7 @@ def test_collect_reads_back_with_pyarrow(traffic, tmp_path):
         assert len(files) == 1, os.listdir(part)
         assert not [f for f in os.listdir(part) if f.startswith(".")], "temporary files left behind"
         stored = pq.read_schema(os.path.join(part, files[0])).remove_metadata()
-        assert stored == metrics.arrow_schema(kind)
+        assert stored == metrics_store.arrow_schema(kind)
 
     addresses = _read(store, "addresses")
     q = _rows(addresses, address=QUEUE)

@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from ansible_collections.enmasse.messaging.plugins.module_utils import metrics
+from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import router as metrics_router
+from ansible_collections.enmasse.messaging.plugins.module_utils.router import client as router_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.router]
 
@@ -99,9 +100,9 @@ def test_router_address_counters_and_node_row(router):
         out, _ = sender.communicate(timeout=20)
         assert sender.returncode == 0, out.decode(errors="replace")[-2000:]
 
-        mgmt = metrics.RouterManagement(router, timeout=10)
+        mgmt = router_client.RouterManagement(router, timeout=10)
         try:
-            rows, nodes, _ = metrics.sample_router(mgmt.call, "test-infra", spaces=["demo"])
+            rows, nodes, _ = metrics_router.sample_router(mgmt.call, "test-infra", spaces=["demo"])
         finally:
             mgmt.close()
     finally:

@@ -1,7 +1,7 @@
-"""Metrics sampling and the Parquet writer (plugins/module_utils/metrics.py).
+"""Metrics sampling and the Parquet writer (plugins/module_utils/metrics/, model/schema.py).
 
 The Artemis replies below were recorded from a live Artemis 2.40.0 (Jolokia
-bulk read of ``metrics.artemis_requests``) with a queue ``q1`` (10 sent, 4
+bulk read of ``metrics_artemis.artemis_requests``) with a queue ``q1`` (10 sent, 4
 consumed, one consumer attached), a topic ``t1`` with a durable
 subscription ``s1`` (3 published) and the default DLQ/ExpiryQueue.
 
@@ -23,7 +23,14 @@ pa = pytest.importorskip("pyarrow")
 import pyarrow.dataset as ds  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from ansible_collections.enmasse.messaging.plugins.module_utils import common, jolokia, metrics  # noqa: E402
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as artemis_client  # noqa: E402
+from ansible_collections.enmasse.messaging.plugins.module_utils import errors  # noqa: E402
+from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import artemis as metrics_artemis  # noqa: E402
+from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import collect as metrics_collect  # noqa: E402
+from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import router as metrics_router  # noqa: E402
+from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import store as metrics_store  # noqa: E402
+from ansible_collections.enmasse.messaging.plugins.module_utils.router import client as router_client
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import schema as model_schema  # noqa: E402
 
 pytestmark = pytest.mark.unit
 
@@ -76,11 +83,11 @@ def by_address(rows):
 
 # ------------------------------------------------------------------ Artemis
 def test_artemis_requests_are_one_bulk_of_wildcard_reads():
-    reqs = metrics.artemis_requests("b1")
+    reqs = metrics_artemis.artemis_requests("b1")
     assert [r["type"] for r in reqs] == ["read"] * 4
-    assert reqs[0]["mbean"] == jolokia.all_queues_pattern("b1")
-    assert reqs[1]["mbean"] == jolokia.all_addresses_pattern("b1")
-    assert reqs[2]["mbean"] == jolokia.broker_mbean("b1")
+    assert reqs[0]["mbean"] == artemis_client.all_queues_pattern("b1")
+    assert reqs[1]["mbean"] == artemis_client.all_addresses_pattern("b1")
+    assert reqs[2]["mbean"] == artemis_client.broker_mbean("b1")
     assert set(["MessagesAdded", "MessagesAcknowledged", "MessageCount", "ConsumerCount",
                 "PersistentSize"]) <= set(reqs[0]["attribute"])
     assert set(["AddressSize", "RoutedMessageCount"]) <= set(reqs[1]["attribute"])
@@ -90,7 +97,7 @@ def test_artemis_requests_are_one_bulk_of_wildcard_reads():
 
 
 def test_parse_artemis_rows_per_queue_and_topic():
-    rows, nodes = metrics.parse_artemis(recorded_replies(), CONN, "prod", TS, disk_total=1000)
+    rows, nodes = metrics_artemis.parse_artemis(recorded_replies(), CONN, "prod", TS, disk_total=1000)
     got = by_address(rows)
     # internal and management addresses are not the tenant's
     assert sorted(got) == ["DLQ", "ExpiryQueue", "q1", "s1", "t1"]
@@ -119,11 +126,11 @@ def test_parse_artemis_rows_per_queue_and_topic():
 
 def test_counters_are_cumulative_as_reported_not_deltas():
     """Rates are the planner's job: two samples give the counters as they are."""
-    first, _ = metrics.parse_artemis(recorded_replies(), CONN, "prod", TS)
+    first, _ = metrics_artemis.parse_artemis(recorded_replies(), CONN, "prod", TS)
     later = recorded_replies()
     key = Q % ("q1", "q1", "anycast")
     later[0][0][key].update(MessagesAdded=25, MessagesAcknowledged=20, MessageCount=5)
-    second, _ = metrics.parse_artemis(later, CONN, "prod", TS + datetime.timedelta(minutes=1))
+    second, _ = metrics_artemis.parse_artemis(later, CONN, "prod", TS + datetime.timedelta(minutes=1))
     a, b = by_address(first)["q1"], by_address(second)["q1"]
     assert (b["messages_added"] - a["messages_added"], b["messages_acknowledged"] - a["messages_acknowledged"]) == (15, 16)
     assert b["message_count"] == 5
@@ -135,8 +142,8 @@ def test_parse_artemis_uses_ledger_types_and_plans(tmp_path):
         "q1": {"address": "q1", "type": "deadletter", "plan": "brokered-deadletter"},
         "t1": {"address": "t1", "type": "topic", "plan": "brokered-topic"},
         "s1": {"address": "s1", "type": "subscription", "plan": "brokered-subscription", "topic": "t1"}}}))
-    info = metrics.address_info_from_ledger(str(ledger))
-    rows, _ = metrics.parse_artemis(recorded_replies(), CONN, "prod", TS, address_info=info)
+    info = metrics_artemis.address_info_from_ledger(str(ledger))
+    rows, _ = metrics_artemis.parse_artemis(recorded_replies(), CONN, "prod", TS, address_info=info)
     got = by_address(rows)
     assert (got["q1"]["address_type"], got["q1"]["plan"]) == ("deadletter", "brokered-deadletter")
     assert got["t1"]["plan"] == "brokered-topic" and got["s1"]["plan"] == "brokered-subscription"
@@ -147,34 +154,34 @@ def test_parse_artemis_uses_ledger_types_and_plans(tmp_path):
 def test_unreadable_ledger_is_no_metadata(tmp_path, content):
     p = tmp_path / "l.json"
     p.write_text(content)
-    assert metrics.address_info_from_ledger(str(p)) == {}
-    assert metrics.address_info_from_ledger(str(tmp_path / "missing.json")) == {}
-    assert metrics.address_info_from_ledger(None) == {}
+    assert metrics_artemis.address_info_from_ledger(str(p)) == {}
+    assert metrics_artemis.address_info_from_ledger(str(tmp_path / "missing.json")) == {}
+    assert metrics_artemis.address_info_from_ledger(None) == {}
 
 
 def test_empty_broker_is_not_an_error():
-    err = jolokia.JolokiaError("No MBean with pattern ... found", status=404)
+    err = artemis_client.JolokiaError("No MBean with pattern ... found", status=404)
     replies = [(None, err), (None, err)] + recorded_replies()[2:]
-    rows, nodes = metrics.parse_artemis(replies, CONN, "prod", TS)
+    rows, nodes = metrics_artemis.parse_artemis(replies, CONN, "prod", TS)
     assert rows == [] and len(nodes) == 1
 
 
 def test_broker_error_raises():
     replies = recorded_replies()
-    replies[2] = (None, jolokia.JolokiaError("refused", status=403))
-    with pytest.raises(jolokia.JolokiaError):
-        metrics.parse_artemis(replies, CONN, "prod", TS)
+    replies[2] = (None, artemis_client.JolokiaError("refused", status=403))
+    with pytest.raises(artemis_client.JolokiaError):
+        metrics_artemis.parse_artemis(replies, CONN, "prod", TS)
 
 
 def test_disk_is_null_when_the_instance_is_not_on_this_host():
-    _, nodes = metrics.parse_artemis(recorded_replies(), CONN, "prod", TS)
+    _, nodes = metrics_artemis.parse_artemis(recorded_replies(), CONN, "prod", TS)
     assert nodes[0]["disk_used"] is None and nodes[0]["disk_max"] is None
 
 
 def test_disk_from_the_instance_filesystem(tmp_path):
     replies = recorded_replies()
     replies[3] = (str(tmp_path), None)
-    _, nodes = metrics.parse_artemis(replies, CONN, "prod", TS)
+    _, nodes = metrics_artemis.parse_artemis(replies, CONN, "prod", TS)
     st = os.statvfs(str(tmp_path))
     total = st.f_blocks * st.f_frsize
     assert nodes[0]["disk_max"] == int(total * 0.9)
@@ -182,7 +189,7 @@ def test_disk_from_the_instance_filesystem(tmp_path):
 
 
 def test_shared_broker_node_is_infra():
-    _, nodes = metrics.parse_artemis(recorded_replies(), dict(CONN, type="standard"), "prod", TS)
+    _, nodes = metrics_artemis.parse_artemis(recorded_replies(), dict(CONN, type="standard"), "prod", TS)
     assert nodes[0]["address_space"] == "_infra"
 
 
@@ -247,27 +254,27 @@ def fake_call(replies, log=None):
 
 
 def test_query_request_follows_amqp_management():
-    props, body = metrics.query_request("org.apache.qpid.dispatch.router.address", ["key"], 500, 250)
+    props, body = router_client.query_request("org.apache.qpid.dispatch.router.address", ["key"], 500, 250)
     assert props == {"operation": "QUERY", "type": "org.amqp.management", "name": "self",
                      "entityType": "org.apache.qpid.dispatch.router.address", "offset": 500, "count": 250}
     assert body == {"attributeNames": ["key"]}
 
 
 def test_parse_query_reply():
-    rows = metrics.parse_query_reply({"statusCode": 200}, {"attributeNames": ["a", "b"], "results": [[1, None], [2, "x"]]})
+    rows = router_client.parse_query_reply({"statusCode": 200}, {"attributeNames": ["a", "b"], "results": [[1, None], [2, "x"]]})
     assert rows == [{"a": 1, "b": None}, {"a": 2, "b": "x"}]
-    assert metrics.parse_query_reply({"statusCode": 200}, {"attributeNames": ["a"], "results": []}) == []
-    with pytest.raises(metrics.RouterManagementError) as e:
-        metrics.parse_query_reply({"statusCode": 403, "statusDescription": "Forbidden"}, None, "t")
+    assert router_client.parse_query_reply({"statusCode": 200}, {"attributeNames": ["a"], "results": []}) == []
+    with pytest.raises(router_client.RouterManagementError) as e:
+        router_client.parse_query_reply({"statusCode": 403, "statusDescription": "Forbidden"}, None, "t")
     assert e.value.status == 403 and "Forbidden" in str(e.value)
-    with pytest.raises(metrics.RouterManagementError):
-        metrics.parse_query_reply({"statusCode": 200}, ["not", "a", "map"])
+    with pytest.raises(router_client.RouterManagementError):
+        router_client.parse_query_reply({"statusCode": 200}, ["not", "a", "map"])
 
 
 def test_query_all_pages_with_offset_and_count():
     log = []
     call = fake_call(ROUTER_REPLIES, log)
-    rows = metrics.query_all(call, "org.apache.qpid.dispatch.router.address", ["key"], page=4)
+    rows = router_client.query_all(call, "org.apache.qpid.dispatch.router.address", ["key"], page=4)
     assert [r["key"] for r in rows] == [r[0] for r in ROUTER_REPLIES["org.apache.qpid.dispatch.router.address"][1]]
     assert [(p["offset"], p["count"]) for p, _ in log] == [(0, 4), (4, 4), (8, 4)]
 
@@ -277,12 +284,12 @@ def test_query_all_pages_with_offset_and_count():
     ("L$management", ("L", None, "$management")), ("Cevents", ("C", None, "events")), ("", (None, None, "")),
 ])
 def test_parse_address_key(key, expected):
-    assert metrics.parse_address_key(key) == expected
+    assert metrics_router.parse_address_key(key) == expected
 
 
 def test_router_rows():
     call = fake_call(ROUTER_REPLIES)
-    rows, nodes, dropped = metrics.sample_router(call, "prod", ["tenant-a", "tenant-b"], clock=lambda: TS)
+    rows, nodes, dropped = metrics_router.sample_router(call, "prod", ["tenant-a", "tenant-b"], clock=lambda: TS)
     got = dict(((r["address_space"], r["address"]), r) for r in rows)
     assert sorted(got) == [("tenant-a", "jobs"), ("tenant-a", "orders"), ("tenant-b", "news")]
     orders = got[("tenant-a", "orders")]
@@ -303,7 +310,7 @@ def test_router_rows():
 
 
 def test_router_addresses_without_tenant_go_to_the_default_space():
-    rows, nodes, dropped = metrics.sample_router(fake_call(ROUTER_REPLIES), "prod", ["tenant-a"],
+    rows, nodes, dropped = metrics_router.sample_router(fake_call(ROUTER_REPLIES), "prod", ["tenant-a"],
                                                  default_space="shared", memory_max=2 ** 30, clock=lambda: TS)
     spaces = sorted(set((r["address_space"], r["address"]) for r in rows))
     assert ("shared", "plain") in spaces and ("shared", "tenant-b/news") in spaces
@@ -313,41 +320,41 @@ def test_router_addresses_without_tenant_go_to_the_default_space():
 def test_router_flavor_auto_falls_back_to_skupper_router():
     sk = dict((k.replace("org.apache.qpid.dispatch", "io.skupper.router"), v) for k, v in ROUTER_REPLIES.items())
     log = []
-    rows, _, _ = metrics.sample_router(fake_call(sk, log), "prod", ["tenant-a"], clock=lambda: TS)
+    rows, _, _ = metrics_router.sample_router(fake_call(sk, log), "prod", ["tenant-a"], clock=lambda: TS)
     assert log[0][0]["entityType"] == "org.apache.qpid.dispatch.router"
     assert all(p["entityType"].startswith("io.skupper.router") for p, _ in log[1:])
     assert len(rows) == 2
-    with pytest.raises(metrics.RouterManagementError):
-        metrics.sample_router(fake_call(sk), "prod", [], flavor="qdrouterd")
+    with pytest.raises(router_client.RouterManagementError):
+        metrics_router.sample_router(fake_call(sk), "prod", [], flavor="qdrouterd")
 
 
 # -------------------------------------------------------------- the writer
 def test_arrow_schema_matches_the_documented_types():
-    s = metrics.arrow_schema("addresses")
+    s = metrics_store.arrow_schema("addresses")
     assert s.field("ts").type == pa.timestamp("us", tz="UTC")
     assert s.field("messages_added").type == pa.int64()
     assert s.field("consumer_count").type == pa.int32() and s.field("links").type == pa.int32()
-    n = metrics.arrow_schema("nodes")
+    n = metrics_store.arrow_schema("nodes")
     assert n.names == ["ts", "infra", "address_space", "node", "node_kind", "memory_used", "memory_max",
                        "disk_used", "disk_max", "connections", "links", "uptime_ms"]
     assert n.field("connections").type == pa.int32() and n.field("uptime_ms").type == pa.int64()
 
 
 def _rows():
-    rows, nodes = metrics.parse_artemis(recorded_replies(), CONN, "prod", TS, disk_total=1000)
+    rows, nodes = metrics_artemis.parse_artemis(recorded_replies(), CONN, "prod", TS, disk_total=1000)
     return rows, nodes
 
 
 def test_write_rows_partitions_and_schema(tmp_path):
     rows, nodes = _rows()
-    paths = metrics.write_rows(str(tmp_path), "addresses", rows) + metrics.write_rows(str(tmp_path), "nodes", nodes)
+    paths = metrics_store.write_rows(str(tmp_path), "addresses", rows) + metrics_store.write_rows(str(tmp_path), "nodes", nodes)
     assert len(paths) == 2
     for p, kind in zip(paths, ("addresses", "nodes")):
         rel = os.path.relpath(p, str(tmp_path)).split(os.sep)
         assert rel[:3] == [kind, "date=2025-03-04", "address_space=demo"]
         assert rel[3].startswith("part-20250304T101530123456Z-") and rel[3].endswith(".parquet")
         # docs/metrics-schema.md: address_space is in the file and in the path
-        assert pq.read_schema(p).remove_metadata() == metrics.arrow_schema(kind)
+        assert pq.read_schema(p).remove_metadata() == metrics_store.arrow_schema(kind)
     # nothing half-written is left behind
     leftovers = [f for _, _, files in os.walk(str(tmp_path)) for f in files if f.startswith(".")]
     assert leftovers == []
@@ -357,16 +364,16 @@ def test_write_rows_partitions_and_schema(tmp_path):
     for kind in ("addresses", "nodes"):
         d = ds.dataset(str(tmp_path / kind), format="parquet", partitioning="hive")
         schema = d.schema
-        for field in metrics.arrow_schema(kind):
+        for field in metrics_store.arrow_schema(kind):
             assert schema.field(field.name).type == field.type, field.name
         assert set(d.to_table().column("address_space").to_pylist()) == {"demo"}
 
 
 def test_second_write_appends(tmp_path):
     rows, nodes = _rows()
-    metrics.write_rows(str(tmp_path), "addresses", rows)
+    metrics_store.write_rows(str(tmp_path), "addresses", rows)
     later = [dict(r, ts=TS + datetime.timedelta(minutes=1)) for r in rows]
-    metrics.write_rows(str(tmp_path), "addresses", later)
+    metrics_store.write_rows(str(tmp_path), "addresses", later)
     d = ds.dataset(str(tmp_path / "addresses"), format="parquet", partitioning="hive")
     t = d.to_table()
     assert t.num_rows == 2 * len(rows)
@@ -377,20 +384,20 @@ def test_rows_across_midnight_go_to_two_date_partitions(tmp_path):
     rows, _ = _rows()
     late = datetime.datetime(2025, 3, 4, 23, 59, 59, tzinfo=UTC)
     batch = [dict(rows[0], ts=late), dict(rows[1], ts=late + datetime.timedelta(seconds=2))]
-    paths = metrics.write_rows(str(tmp_path), "addresses", batch)
+    paths = metrics_store.write_rows(str(tmp_path), "addresses", batch)
     assert sorted(p.split(os.sep)[-3] for p in paths) == ["date=2025-03-04", "date=2025-03-05"]
 
 
 def test_store_uri(tmp_path):
-    fs, root = metrics.open_store("file://" + str(tmp_path))
+    fs, root = metrics_store.open_store("file://" + str(tmp_path))
     assert root == str(tmp_path) and fs.type_name == "local"
-    with pytest.raises(metrics.MetricsError):
-        metrics.open_store("nosuchscheme://x/y")
+    with pytest.raises(errors.MetricsError):
+        metrics_store.open_store("nosuchscheme://x/y")
 
 
 def test_unknown_field_is_a_programming_error():
     with pytest.raises(KeyError):
-        metrics._row("nodes", address="x")
+        model_schema.row("nodes", address="x")
 
 
 # ------------------------------------------------------------ whole runs
@@ -399,7 +406,7 @@ class FakeJolokia(object):
         self.replies = replies
 
     def bulk(self, requests, raise_errors=True):
-        assert [r["mbean"] for r in requests] == [r["mbean"] for r in metrics.artemis_requests("b1")]
+        assert [r["mbean"] for r in requests] == [r["mbean"] for r in metrics_artemis.artemis_requests("b1")]
         return self.replies
 
 
@@ -411,12 +418,12 @@ def fake_broker(monkeypatch, tmp_path):
         "address_space": "demo", "type": "brokered", "management_url": "http://127.0.0.1:1/console/jolokia",
         "broker_name": "b1", "management_user": "u", "management_password": "p",
         "ledger_path": str(tmp_path / "ledger.json")}))
-    monkeypatch.setattr(metrics._common, "jolokia_client", lambda conn: FakeJolokia(recorded_replies()))
+    monkeypatch.setattr(artemis_client, "client_for", lambda conn, timeout=None: FakeJolokia(recorded_replies()))
     return {"spaces_dir": str(spaces), "store": str(tmp_path / "store"), "infra": "prod"}
 
 
 def test_run_writes_both_record_kinds(fake_broker):
-    res = metrics.run(fake_broker)
+    res = metrics_collect.run(fake_broker)
     assert res["changed"] and not res["failed"]
     assert res["samples"] == {"addresses": 5, "nodes": 1} == res["written"]
     assert res["router"] == "not configured"
@@ -426,7 +433,7 @@ def test_run_writes_both_record_kinds(fake_broker):
 
 
 def test_run_check_mode_writes_nothing(fake_broker):
-    res = metrics.run(fake_broker, check_mode=True)
+    res = metrics_collect.run(fake_broker, check_mode=True)
     assert res["samples"] == {"addresses": 5, "nodes": 1}
     assert res["written"] == {"addresses": 0, "nodes": 0} and res["files"] == []
     assert not os.path.exists(fake_broker["store"])
@@ -434,27 +441,27 @@ def test_run_check_mode_writes_nothing(fake_broker):
 
 def test_run_failed_router_still_writes_the_brokers(fake_broker, monkeypatch):
     def refuse(*a, **k):
-        raise metrics.RouterManagementError("cannot open AMQP management at amqp://x: refused")
-    monkeypatch.setattr(metrics, "RouterManagement", refuse)
-    res = metrics.run(dict(fake_broker, router_url="amqp://x"))
+        raise router_client.RouterManagementError("cannot open AMQP management at amqp://x: refused")
+    monkeypatch.setattr(metrics_collect, "RouterManagement", refuse)
+    res = metrics_collect.run(dict(fake_broker, router_url="amqp://x"))
     assert res["router"] == "failed" and res["failed"]
     assert res["written"] == {"addresses": 5, "nodes": 1}
     assert "refused" in res["msg"]
-    res = metrics.run(dict(fake_broker, router_url="amqp://x", fail_on_source_error=False))
+    res = metrics_collect.run(dict(fake_broker, router_url="amqp://x", fail_on_source_error=False))
     assert not res["failed"] and len(res["errors"]) == 1
 
 
 def test_run_configuration_errors(fake_broker, tmp_path):
-    with pytest.raises(common.ConfigError):
-        metrics.run(dict(fake_broker, address_space="demo", address_spaces=["demo"]))
-    with pytest.raises(common.ConfigError) as e:
-        metrics.run(dict(fake_broker, address_spaces=["demo", "other"], management_url="http://x"))
+    with pytest.raises(errors.ConfigError):
+        metrics_collect.run(dict(fake_broker, address_space="demo", address_spaces=["demo"]))
+    with pytest.raises(errors.ConfigError) as e:
+        metrics_collect.run(dict(fake_broker, address_spaces=["demo", "other"], management_url="http://x"))
     assert "management_url" in str(e.value)
-    with pytest.raises(common.ConfigError) as e:
-        metrics.run(dict(fake_broker, spaces_dir=str(tmp_path / "empty")))
+    with pytest.raises(errors.ConfigError) as e:
+        metrics_collect.run(dict(fake_broker, spaces_dir=str(tmp_path / "empty")))
     assert "nothing to sample" in str(e.value)
-    with pytest.raises(common.ConfigError) as e:
-        metrics.run(dict(fake_broker, router_url="amqp://x", router_flavor="other"))
+    with pytest.raises(errors.ConfigError) as e:
+        metrics_collect.run(dict(fake_broker, router_url="amqp://x", router_flavor="other"))
 
 
 # ------------------------------------------- AMQP management over a socket
@@ -523,9 +530,9 @@ class _ManagementServer(object):
 def test_router_management_client_over_amqp():
     pytest.importorskip("proton")
     with _ManagementServer(ROUTER_REPLIES) as server:
-        client = metrics.RouterManagement("amqp://127.0.0.1:%d" % server.port, timeout=10)
+        client = router_client.RouterManagement("amqp://127.0.0.1:%d" % server.port, timeout=10)
         try:
-            rows, nodes, _ = metrics.sample_router(client.call, "prod", ["tenant-a"], page=3, clock=lambda: TS)
+            rows, nodes, _ = metrics_router.sample_router(client.call, "prod", ["tenant-a"], page=3, clock=lambda: TS)
         finally:
             client.close()
     assert nodes[0]["node"] == "router-0" and nodes[0]["memory_used"] == 73400320
@@ -545,5 +552,5 @@ def test_files_match_the_synthetic_generator_schema():
     spec = importlib.util.spec_from_file_location("enmasse_generate_metrics", path)
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    assert metrics.arrow_schema("addresses").equals(gen.ADDRESS_SCHEMA)
-    assert metrics.arrow_schema("nodes").equals(gen.NODE_SCHEMA)
+    assert metrics_store.arrow_schema("addresses").equals(gen.ADDRESS_SCHEMA)
+    assert metrics_store.arrow_schema("nodes").equals(gen.NODE_SCHEMA)

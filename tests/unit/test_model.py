@@ -1,8 +1,11 @@
 """Model validation: every violation at once, each naming field, value and rule."""
 import pytest
 
-from ansible_collections.enmasse.messaging.plugins.module_utils import model
-from ansible_collections.enmasse.messaging.plugins.module_utils.plans import Catalogue
+from ansible_collections.enmasse.messaging.plugins.module_utils import errors
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import documents as model_documents
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import names as model_names
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import validation as model_validation
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.plans import Catalogue
 
 CAT = Catalogue.default()
 SPACE = {"name": "demo", "type": "brokered", "plan": "brokered-single-broker"}
@@ -16,7 +19,7 @@ def q(name, **kw):
 
 @pytest.mark.parametrize("name", ["a", "demo", "my-space-1", "a" * 60])
 def test_good_space_names(name):
-    assert model.space_name_errors(name) == []
+    assert model_names.space_name_errors(name) == []
 
 
 @pytest.mark.parametrize("name,rule", [
@@ -24,7 +27,7 @@ def test_good_space_names(name):
     ("a" * 61, "at most 60"), ("", "required"), (None, "required"), ("de_mo", "lowercase"),
 ])
 def test_bad_space_names(name, rule):
-    errs = model.space_name_errors(name)
+    errs = model_names.space_name_errors(name)
     assert errs and rule in " ".join(errs) and repr(name) in errs[0]
 
 
@@ -33,14 +36,14 @@ def test_bad_space_names(name, rule):
     ("!!x", "'_!' or '!!'"), ("t::s", "'::'"), ("", "required"), ("x" * 256, "at most 255"),
 ])
 def test_bad_address_names(addr, rule):
-    errs = model.address_name_errors(addr)
+    errs = model_names.address_name_errors(addr)
     assert errs and rule in errs[0]
 
 
 @pytest.mark.parametrize("user,ok", [("alice", True), ("bob@example.com", True), ("a-b_c:d", True),
                                      ("Alice", False), ("alice-", False), ("-a", False), ("a", True)])
 def test_usernames(user, ok):
-    assert (model.username_errors(user) == []) is ok
+    assert (model_names.username_errors(user) == []) is ok
 
 
 def test_valid_demo_space():
@@ -50,14 +53,14 @@ def test_valid_demo_space():
              {"address": "dlq", "type": "deadletter", "plan": "brokered-deadletter"},
              q("retry", deadletter="dlq", expiry="dlq", message_redelivery={"maximum_delivery_attempts": 3},
                message_ttl={"maximum": 2000})]
-    assert model.validate_address_space(SPACE, CAT) == []
-    assert model.validate_addresses(SPACE, addrs, CAT) == []
+    assert model_validation.validate_address_space(SPACE, CAT) == []
+    assert model_validation.validate_addresses(SPACE, addrs, CAT) == []
 
 
 def test_all_violations_reported_at_once():
     addrs = [q("!!bad", plan="nope"), q("ok", type="anycast"), q("dup"), q("dup"),
              {"address": "s", "type": "subscription", "plan": "brokered-subscription"}]
-    errs = model.validate_addresses(SPACE, addrs, CAT)
+    errs = model_validation.validate_addresses(SPACE, addrs, CAT)
     text = "\n".join(errs)
     assert "addresses[0](!!bad).address: '!!bad' must not start with '_!' or '!!'" in text
     assert "addresses[0](!!bad).plan: 'nope' is not a known address plan" in text
@@ -68,7 +71,7 @@ def test_all_violations_reported_at_once():
 
 
 def test_plan_must_match_type_and_space_plan():
-    errs = model.validate_addresses(SPACE, [q("a", plan="brokered-topic"), q("b", plan="standard-small-queue")], CAT)
+    errs = model_validation.validate_addresses(SPACE, [q("a", plan="brokered-topic"), q("b", plan="standard-small-queue")], CAT)
     assert any("'brokered-topic' is a plan for topic addresses, not queue" in e for e in errs)
     assert any("'standard-small-queue' is not allowed by address space plan 'brokered-single-broker'" in e for e in errs)
 
@@ -76,7 +79,7 @@ def test_plan_must_match_type_and_space_plan():
 def test_references_must_have_the_right_type():
     addrs = [q("q1"), {"address": "s", "type": "subscription", "topic": "q1", "plan": "brokered-subscription"},
              q("q2", deadletter="q1")]
-    errs = model.validate_addresses(SPACE, addrs, CAT)
+    errs = model_validation.validate_addresses(SPACE, addrs, CAT)
     assert any("topic: 'q1' must name an address of type topic in this address space (it is a queue)" in e for e in errs)
     assert any("deadletter: 'q1' must name an address of type deadletter" in e for e in errs)
 
@@ -84,7 +87,7 @@ def test_references_must_have_the_right_type():
 def test_references_resolve_against_current_state():
     current = {"events": {"address": "events", "type": "topic", "plan": "brokered-topic"}}
     addrs = [{"address": "s", "type": "subscription", "topic": "events", "plan": "brokered-subscription"}]
-    assert model.validate_addresses(SPACE, addrs, CAT, current=current) == []
+    assert model_validation.validate_addresses(SPACE, addrs, CAT, current=current) == []
 
 
 def test_immutable_fields_refused():
@@ -94,7 +97,7 @@ def test_immutable_fields_refused():
     addrs = [{"address": "a", "type": "topic", "plan": "brokered-topic"},
              {"address": "s", "type": "subscription", "topic": "t", "plan": "brokered-subscription",
               "subscription": {"max_consumers": 5}}]
-    errs = model.validate_addresses(SPACE, addrs, CAT, current=current)
+    errs = model_validation.validate_addresses(SPACE, addrs, CAT, current=current)
     assert any("addresses[0](a).type: 'topic' cannot change (it is 'queue'); type is immutable" in e for e in errs)
     assert any("subscription.max_consumers: 5 cannot change (it is 1)" in e for e in errs)
 
@@ -104,12 +107,12 @@ def test_default_max_consumers_is_not_a_change():
                      "subscription": {"max_consumers": 1}},
                "t": {"address": "t", "type": "topic", "plan": "brokered-topic"}}
     addrs = [{"address": "s", "type": "subscription", "topic": "t", "plan": "brokered-subscription"}]
-    assert model.validate_addresses(SPACE, addrs, CAT, current=current) == []
+    assert model_validation.validate_addresses(SPACE, addrs, CAT, current=current) == []
 
 
 def test_quota_exceeded_names_address_plan_and_limits():
     addrs = [q("q%03d" % i) for i in range(200)]
-    errs = model.validate_addresses(SPACE, addrs, CAT)
+    errs = model_validation.validate_addresses(SPACE, addrs, CAT)
     # 190 * 0.01 = 1.9 fits, the 191st does not
     assert len(errs) == 10
     assert errs[0].startswith("addresses[190](q190).plan: 'brokered-queue' (router 0, broker 0.01) is over "
@@ -118,7 +121,7 @@ def test_quota_exceeded_names_address_plan_and_limits():
 
 
 def test_unknown_field_and_settings_on_wrong_type():
-    errs = model.validate_addresses(SPACE, [q("a", max_consumer=2),
+    errs = model_validation.validate_addresses(SPACE, [q("a", max_consumer=2),
                                             {"address": "t", "type": "topic", "plan": "brokered-topic",
                                              "subscription": {"max_consumers": 2}},
                                             q("b", message_ttl={"maximum": -1}),
@@ -131,24 +134,24 @@ def test_unknown_field_and_settings_on_wrong_type():
 
 
 def test_space_validation():
-    errs = model.validate_address_space({"name": "Bad", "type": "fancy", "plan": "gold", "colour": 1}, CAT)
+    errs = model_validation.validate_address_space({"name": "Bad", "type": "fancy", "plan": "gold", "colour": 1}, CAT)
     text = "\n".join(errs)
     assert "address_space.colour: unknown field" in text
     assert "address_space.name: 'Bad' must consist of lowercase letters" in text
     assert "address_space.type: 'fancy' must be one of standard, brokered" in text
     assert "address_space.plan: 'gold' is not a known address space plan" in text
-    errs = model.validate_address_space({"name": "x", "type": "standard", "plan": "brokered-single-broker"}, CAT)
+    errs = model_validation.validate_address_space({"name": "x", "type": "standard", "plan": "brokered-single-broker"}, CAT)
     assert errs == ["address_space.plan: 'brokered-single-broker' is a plan for brokered address spaces, not standard"]
 
 
 def test_enmasse_documents_are_accepted():
-    space = model.normalize_address_space({
+    space = model_documents.normalize_address_space({
         "apiVersion": "enmasse.io/v1beta1", "kind": "AddressSpace", "metadata": {"name": "demo"},
         "spec": {"type": "brokered", "plan": "brokered-single-broker",
                  "authenticationService": {"name": "standard-authservice"}}})
     assert space == {"name": "demo", "type": "brokered", "plan": "brokered-single-broker",
                      "authentication_service": {"name": "standard-authservice"}}
-    addr = model.normalize_address({
+    addr = model_documents.normalize_address({
         "apiVersion": "enmasse.io/v1beta1", "kind": "Address", "metadata": {"name": "demo.sub1"},
         "spec": {"address": "sub1", "type": "subscription", "topic": "events", "plan": "brokered-subscription",
                  "subscription": {"maxConsumers": 3}, "messageTtl": {"maximum": 100},
@@ -157,19 +160,19 @@ def test_enmasse_documents_are_accepted():
                     "subscription": {"max_consumers": 3}, "message_ttl": {"maximum": 100},
                     "message_redelivery": {"maximum_delivery_attempts": 4},
                     "address_space": "demo", "name": "sub1"}
-    doc = model.address_to_document("demo", {k: v for k, v in addr.items() if k != "address_space"})
+    doc = model_documents.address_to_document("demo", {k: v for k, v in addr.items() if k != "address_space"})
     assert doc["spec"]["subscription"] == {"maxConsumers": 3}
     assert doc["spec"]["messageRedelivery"] == {"maximumDeliveryAttempts": 4}
-    assert model.normalize_address(doc)["message_redelivery"] == {"maximum_delivery_attempts": 4}
+    assert model_documents.normalize_address(doc)["message_redelivery"] == {"maximum_delivery_attempts": 4}
 
 
 def test_users():
     good = {"username": "alice", "authentication": {"type": "password"},
             "authorization": [{"addresses": ["orders", "events/#"], "operations": ["send", "recv"]}]}
-    assert model.validate_user(good) == []
+    assert model_validation.validate_user(good) == []
     bad = {"username": "Alice", "authentication": {"type": "token"},
            "authorization": [{"addresses": ["x"], "operations": ["write"]}, {"addresses": "x"}]}
-    text = "\n".join(model.validate_user(bad))
+    text = "\n".join(model_validation.validate_user(bad))
     assert "user.username: 'Alice' must match" in text
     assert "user.authentication.type: 'token' must be one of password, serviceaccount, federated" in text
     assert "user.authorization[0].operations: 'write' must be one of send, recv, view, manage" in text
@@ -177,6 +180,6 @@ def test_users():
 
 
 def test_check_raises_with_all_errors():
-    with pytest.raises(model.ValidationError) as ei:
-        model.check(["a: x", "b: y"])
+    with pytest.raises(errors.ValidationError) as ei:
+        model_validation.check(["a: x", "b: y"])
     assert ei.value.errors == ["a: x", "b: y"] and str(ei.value) == "a: x; b: y"

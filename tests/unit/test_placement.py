@@ -1,7 +1,7 @@
 """The placement rule, on cases small enough to work out by hand."""
 import pytest
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.placement import (
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.placement import (
     QUOTA_EXCEEDED, PlacementItem, partitions_for, place, routers_needed)
 
 

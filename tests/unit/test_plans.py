@@ -1,11 +1,12 @@
 """Plan catalogue: defaults, user plans, EnMasse documents, effective settings."""
 import pytest
 
-from ansible_collections.enmasse.messaging.plugins.module_utils import plans
+from ansible_collections.enmasse.messaging.plugins.module_utils import errors
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import plans as model_plans
 
 
 def test_default_catalogue_has_the_example_plans():
-    cat = plans.Catalogue.default()
+    cat = model_plans.Catalogue.default()
     for name in ("standard-small", "standard-medium", "standard-large", "brokered-single-broker"):
         assert cat.address_space_plan(name)
     for name in ("standard-small-queue", "standard-medium-queue", "standard-large-queue",
@@ -23,7 +24,7 @@ def test_default_catalogue_has_the_example_plans():
 
 
 def test_user_plans_merge_over_defaults_and_accept_enmasse_documents():
-    cat = plans.Catalogue.from_data({
+    cat = model_plans.Catalogue.from_data({
         "address_space_plans": [{"name": "bench", "address_space_type": "brokered",
                                  "resource_limits": {"broker": 1000.0}, "address_plans": ["tiny"]}],
         "address_plans": [{"apiVersion": "admin.enmasse.io/v1beta2", "kind": "AddressPlan",
@@ -39,8 +40,8 @@ def test_user_plans_merge_over_defaults_and_accept_enmasse_documents():
 
 
 def test_bad_user_plans_are_refused_with_every_problem():
-    with pytest.raises(plans.PlanError) as ei:
-        plans.Catalogue.from_data({"address_plans": [
+    with pytest.raises(errors.PlanError) as ei:
+        model_plans.Catalogue.from_data({"address_plans": [
             {"name": "x", "address_space_type": "brokered", "address_type": "anycast",
              "resources": {"broker": -1, "disk": 1}, "partitions": 0}]})
     msg = str(ei.value)
@@ -55,8 +56,8 @@ def test_effective_settings_address_overrides_plan():
             "message_redelivery": {"maximum_delivery_attempts": 10, "redelivery_delay": 5}}
     addr = {"address": "q", "message_ttl": {"maximum": 500},
             "message_redelivery": {"maximum_delivery_attempts": 3}, "deadletter": "dlq"}
-    assert plans.effective_settings(addr, plan) == {
+    assert model_plans.effective_settings(addr, plan) == {
         "message_ttl": {"minimum": 10, "maximum": 500},
         "message_redelivery": {"maximum_delivery_attempts": 3, "redelivery_delay": 5},
         "deadletter": "dlq"}
-    assert plans.effective_settings({"address": "q"}, {}) == {}
+    assert model_plans.effective_settings({"address": "q"}, {}) == {}

@@ -9,7 +9,11 @@ import sys
 
 import pytest
 
-from ansible_collections.enmasse.messaging.plugins.module_utils import common, jolokia
+from ansible_collections.enmasse.messaging.plugins.module_utils import args
+from ansible_collections.enmasse.messaging.plugins.module_utils import connection
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as artemis_client
+from ansible_collections.enmasse.messaging.plugins.module_utils import redact
+from ansible_collections.enmasse.messaging.plugins.module_utils import runner
 
 pytestmark = pytest.mark.unit
 
@@ -21,17 +25,17 @@ SECRETS = (FILE_PASSWORD, URL_PASSWORD, OPTION_PASSWORD, ROUTER_PASSWORD)
 
 
 def test_url_password_and_redact_url():
-    assert common.url_password("http://u:p%40ss@h:1/x") == "p%40ss"
-    assert common.url_password("http://u@h:1/x") is None
-    assert common.url_password("http://h:1/x") is None
-    assert common.url_password(None) is None
-    assert common.redact_url("amqps://u:secret@router:5671") == "amqps://u:********@router:5671"
-    assert common.redact_url("http://u:secret@h:1/console/jolokia") == "http://u:********@h:1/console/jolokia"
-    assert common.redact_url("http://h:1/console/jolokia") == "http://h:1/console/jolokia"
+    assert redact.url_password("http://u:p%40ss@h:1/x") == "p%40ss"
+    assert redact.url_password("http://u@h:1/x") is None
+    assert redact.url_password("http://h:1/x") is None
+    assert redact.url_password(None) is None
+    assert redact.redact_url("amqps://u:secret@router:5671") == "amqps://u:********@router:5671"
+    assert redact.redact_url("http://u:secret@h:1/console/jolokia") == "http://u:********@h:1/console/jolokia"
+    assert redact.redact_url("http://h:1/console/jolokia") == "http://h:1/console/jolokia"
 
 
 def test_management_password_is_no_log():
-    assert common.argument_spec()["management_password"]["no_log"] is True
+    assert args.argument_spec()["management_password"]["no_log"] is True
 
 
 def test_hide_secrets_registers_file_and_url_passwords():
@@ -39,16 +43,16 @@ def test_hide_secrets_registers_file_and_url_passwords():
         no_log_values = set()
 
     m = Module()
-    common.hide_connection_secrets(m, {"management_password": "pw",
-                                       "management_url": "http://u:upw@127.0.0.1:1/"})
-    common.hide_secrets(m, None, "")
+    runner.hide_secrets(m, *connection.secrets_of({"management_password": "pw",
+                                                    "management_url": "http://u:upw@127.0.0.1:1/"}))
+    runner.hide_secrets(m, None, "")
     assert m.no_log_values == {"pw", "upw"}
 
 
 def test_jolokia_errors_name_neither_password_nor_header():
-    client = jolokia.JolokiaClient("http://admin:%s@127.0.0.1:1/console/jolokia" % URL_PASSWORD,
+    client = artemis_client.JolokiaClient("http://admin:%s@127.0.0.1:1/console/jolokia" % URL_PASSWORD,
                                    "admin", OPTION_PASSWORD, timeout=2)
-    with pytest.raises(jolokia.JolokiaError) as e:
+    with pytest.raises(artemis_client.JolokiaError) as e:
         client.read("java.lang:type=Runtime")
     text = str(e.value)
     assert URL_PASSWORD not in text and OPTION_PASSWORD not in text

@@ -15,6 +15,8 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.enmasse.messaging.plugins.module_utils import errors as _errors
+
 STANDARD = "standard"
 BROKERED = "brokered"
 
@@ -104,8 +106,7 @@ ADDRESS_TYPES = {
 }
 
 
-class PlanError(ValueError):
-    pass
+PlanError = _errors.PlanError
 
 
 class Catalogue(object):

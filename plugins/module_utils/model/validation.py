@@ -1,34 +1,21 @@
 # -*- coding: utf-8 -*-
 # Copyright: enmasse.messaging contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The EnMasse-compatible model: names, address spaces, addresses, users.
+"""Validation of address spaces, addresses and users against the plan catalogue.
 
-Accepts plain snake_case dicts or ``enmasse.io/v1beta1`` documents and returns
-plain dicts. Validation returns *every* violation at once; each message names
-the field path, the offending value and the rule. Pure Python: no Ansible
-imports, so the Spark jobs can use it too.
-"""
+Pure Python, no I/O: every function returns *every* violation at once, each
+naming the field path, the offending value and the rule."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy
-import re
-
-try:
-    from ansible_collections.enmasse.messaging.plugins.module_utils import plans as _plans
-    from ansible_collections.enmasse.messaging.plugins.module_utils import placement as _placement
-except ImportError:  # used outside Ansible (Spark jobs ship module_utils as a package)
-    from . import plans as _plans  # noqa
-    from . import placement as _placement  # noqa
-
-SPACE_NAME_RE = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")
-SPACE_NAME_MAX = 60
-USERNAME_RE = re.compile(r"^[a-z0-9]+([a-z0-9_@.:\-]*[a-z0-9]+|[a-z0-9]*)$")
-ADDRESS_MAX = 255
-API_VERSION = "enmasse.io/v1beta1"
-USER_API_VERSION = "user.enmasse.io/v1beta1"
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ValidationError
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import placement as _placement
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import plans as _plans
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.documents import with_defaults
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import (
+    fmt as _fmt, space_name_errors, username_errors, address_name_errors)
 
 SPACE_TYPES = ("standard", "brokered")
 AUTH_SERVICE_TYPES = ("none", "standard", "external")
@@ -46,146 +33,6 @@ IMMUTABLE_ADDRESS_FIELDS = ("type", "topic", "subscription.max_consumers")
 STORED_TYPES = ("queue", "topic", "subscription", "deadletter")
 SETTINGS_TYPES = ("queue", "topic", "subscription")
 
-
-class ValidationError(ValueError):
-    """Every violation found, each naming field, value and rule."""
-
-    def __init__(self, errors):
-        self.errors = list(errors)
-        super(ValidationError, self).__init__("; ".join(self.errors))
-
-
-def _fmt(v):
-    return repr(v)
-
-
-# --------------------------------------------------------------------------- names
-
-def space_name_errors(name, field="name"):
-    if not isinstance(name, str) or not name:
-        return ["%s: %s is required and must be a non-empty string" % (field, _fmt(name))]
-    errs = []
-    if len(name) > SPACE_NAME_MAX:
-        errs.append("%s: %s is %d characters long, at most %d are allowed"
-                    % (field, _fmt(name), len(name), SPACE_NAME_MAX))
-    if not SPACE_NAME_RE.match(name):
-        errs.append("%s: %s must consist of lowercase letters, digits and '-', start "
-                    "with a letter and end with a letter or digit" % (field, _fmt(name)))
-    return errs
-
-
-def address_name_errors(address, field="address"):
-    if not isinstance(address, str) or not address:
-        return ["%s: %s is required and must be a non-empty string" % (field, _fmt(address))]
-    errs = []
-    if re.search(r"\s", address):
-        errs.append("%s: %s must not contain whitespace" % (field, _fmt(address)))
-    if address.startswith("_!") or address.startswith("!!"):
-        errs.append("%s: %s must not start with '_!' or '!!' (reserved)" % (field, _fmt(address)))
-    if "::" in address:
-        errs.append("%s: %s must not contain '::' (reserved as the topic::subscription "
-                    "separator)" % (field, _fmt(address)))
-    if len(address) > ADDRESS_MAX:
-        errs.append("%s: %s is %d characters long, at most %d are allowed"
-                    % (field, _fmt(address[:40] + "..."), len(address), ADDRESS_MAX))
-    return errs
-
-
-def username_errors(username, field="username"):
-    if not isinstance(username, str) or not username:
-        return ["%s: %s is required and must be a non-empty string" % (field, _fmt(username))]
-    if not USERNAME_RE.match(username):
-        return ["%s: %s must match %s (lowercase letters and digits, with _ @ . : - "
-                "inside)" % (field, _fmt(username), USERNAME_RE.pattern)]
-    return []
-
-
-# ------------------------------------------------------------------ normalisation
-
-_ADDRESS_CAMEL = {
-    "messageTtl": "message_ttl",
-    "messageRedelivery": "message_redelivery",
-}
-
-
-def normalize_address_space(obj):
-    """Plain snake_case address space from a dict or an EnMasse AddressSpace."""
-    if not isinstance(obj, dict):
-        return obj
-    if obj.get("kind") == "AddressSpace":
-        meta = obj.get("metadata") or {}
-        spec = obj.get("spec") or {}
-        out = {"name": meta.get("name"), "type": spec.get("type"), "plan": spec.get("plan")}
-        auth = spec.get("authenticationService")
-        if auth:
-            out["authentication_service"] = dict(auth)
-        if spec.get("endpoints") is not None:
-            out["endpoints"] = copy.deepcopy(spec["endpoints"])
-        return out
-    return copy.deepcopy(obj)
-
-
-def normalize_address(obj, space=None):
-    """Plain snake_case address from a dict or an EnMasse Address document.
-
-    For a document, the address space comes from ``metadata.name``
-    (``<space>.<name>``) unless given; it is returned under ``address_space``.
-    """
-    if not isinstance(obj, dict):
-        return obj
-    if obj.get("kind") == "Address":
-        meta = obj.get("metadata") or {}
-        spec = obj.get("spec") or {}
-        out = {}
-        for k, v in spec.items():
-            if k == "messageRedelivery" and isinstance(v, dict):
-                out["message_redelivery"] = _plans._redelivery_from_camel(v)
-            elif k == "subscription" and isinstance(v, dict):
-                out["subscription"] = {"max_consumers": v.get("maxConsumers", v.get("max_consumers"))}
-            else:
-                out[_ADDRESS_CAMEL.get(k, k)] = copy.deepcopy(v)
-        name = meta.get("name") or ""
-        if "." in name:
-            sp, short = name.split(".", 1)
-            out.setdefault("address_space", space or sp)
-            out["name"] = short
-        elif space:
-            out.setdefault("address_space", space)
-        return out
-    out = copy.deepcopy(obj)
-    return out
-
-
-def with_defaults(address):
-    """Address with defaults filled in (subscription.max_consumers = 1)."""
-    a = dict(address)
-    if a.get("type") == "subscription":
-        sub = dict(a.get("subscription") or {})
-        if sub.get("max_consumers") is None:
-            sub["max_consumers"] = 1
-        a["subscription"] = sub
-    return a
-
-
-def address_to_document(space_name, address):
-    """EnMasse v1beta1 Address document for a plain address."""
-    spec = {"address": address["address"], "type": address["type"], "plan": address.get("plan")}
-    for k in ("topic", "deadletter", "expiry"):
-        if address.get(k):
-            spec[k] = address[k]
-    if address.get("message_ttl"):
-        spec["messageTtl"] = dict(address["message_ttl"])
-    if address.get("message_redelivery"):
-        inv = dict((v, k) for k, v in _plans._REDELIVERY_CAMEL.items())
-        spec["messageRedelivery"] = dict((inv.get(k, k), v) for k, v in address["message_redelivery"].items())
-    if address.get("type") == "subscription":
-        spec["subscription"] = {"maxConsumers": (address.get("subscription") or {}).get("max_consumers", 1)}
-    short = address.get("name") or re.sub(r"[^a-z0-9.-]", "-", address["address"].lower())
-    return {"apiVersion": API_VERSION, "kind": "Address",
-            "metadata": {"name": "%s.%s" % (space_name, short)}, "spec": spec}
-
-
-# ------------------------------------------------------------------- validation
 
 def validate_address_space(space, catalogue, field="address_space"):
     errs = []

@@ -24,11 +24,13 @@ import json
 import os
 import tempfile
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import StoreError
+
 VERSION = 1
 
 
-class LedgerError(Exception):
-    pass
+class LedgerError(StoreError):
+    """The ledger cannot be read or written."""
 
 
 class Ledger(object):

@@ -16,41 +16,20 @@ import base64
 import json
 import socket
 
-try:  # Python 3
-    from urllib.request import Request, build_opener, ProxyHandler
-    from urllib.error import HTTPError, URLError
-except ImportError:  # pragma: no cover
-    from urllib2 import Request, build_opener, ProxyHandler, HTTPError, URLError  # noqa
+from urllib.request import Request, build_opener, ProxyHandler
+from urllib.error import HTTPError, URLError
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ClientError
+from ansible_collections.enmasse.messaging.plugins.module_utils.redact import redact_url
 
 ARTEMIS_DOMAIN = "org.apache.activemq.artemis"
+# the broker's own addresses (management, notifications, internal stores):
+# never an address of a space, never sampled, never listed as unowned
+INTERNAL_PREFIXES = ("activemq.", "$sys.", "$.artemis.internal", "$ACTIVEMQ_ARTEMIS")
 DEFAULT_BATCH = 500
 
 
-def url_password(url):
-    """The password in the user info of ``url`` (``scheme://user:password@host``), or None."""
-    if not url or "://" not in url:
-        return None
-    netloc = url.split("://", 1)[1].split("/", 1)[0]
-    userinfo, sep, _ = netloc.rpartition("@")
-    if not sep or ":" not in userinfo:
-        return None
-    return userinfo.split(":", 1)[1] or None
-
-
-def redact_url(url):
-    """``url`` with the password of its user info replaced by ``********``
-    (for messages and results)."""
-    password = url_password(url)
-    if not password:
-        return url
-    scheme, rest = url.split("://", 1)
-    netloc, sep, path = rest.partition("/")
-    userinfo, _, host = netloc.rpartition("@")
-    user = userinfo.split(":", 1)[0]
-    return "%s://%s:********@%s%s%s" % (scheme, user, host, sep, path)
-
-
-class JolokiaError(Exception):
+class JolokiaError(ClientError):
     """A failed request; ``status`` is Jolokia's (or HTTP's) status code."""
 
     def __init__(self, message, status=None, error_type=None, request=None):
@@ -219,3 +198,10 @@ def parse_mbean_keys(name):
         else:
             buf.append(ch)
     return out
+
+
+def client_for(conn, default_timeout=60):
+    """The client for a resolved connection (``connection.resolve_connection``)."""
+    kwargs = {"origin": conn["management_origin"]} if conn.get("management_origin") else {}
+    return JolokiaClient(conn["management_url"], conn["management_user"], conn["management_password"],
+                         timeout=conn.get("timeout") or default_timeout, **kwargs)

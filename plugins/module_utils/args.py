@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Argument specs shared by the modules.
+
+The connection options are documented once, in the doc fragment
+``enmasse.messaging.connection``; ``CONNECTION_ARGS`` is their spec.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+CONNECTION_ARGS = dict(
+    connection_file=dict(type="path"),
+    management_url=dict(type="str"),
+    management_user=dict(type="str"),
+    management_password=dict(type="str", no_log=True),
+    broker_name=dict(type="str"),
+    ledger_path=dict(type="path"),
+    timeout=dict(type="int"),
+)
+
+PLANS_ARG = dict(type="dict")
+# the option naming the address space of address and address_info
+ADDRESS_SPACE_ARG = dict(address_space=dict(type="str", required=True))
+STATE_ARG = dict(type="str", choices=["present", "absent"], default="present")
+FORCE_ARG = dict(type="bool", default=False)
+
+
+def argument_spec(**extra):
+    """The connection options plus the module's own ``extra`` options."""
+    spec = copy.deepcopy(CONNECTION_ARGS)
+    spec.update(copy.deepcopy(extra))
+    return spec

@@ -1,0 +1,355 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Service for a brokered address space on ActiveMQ Artemis.
+
+Composes the backend's parts: ``client`` (Jolokia), ``reader`` (the live
+state), ``diff`` (desired vs live), ``apply`` (bulk requests, ledger) and
+``ledger`` (ownership). Follows the pattern of middleware_automation.keycloak:
+the *current* object is always read from the live broker (type reconstructed
+from routing types and queues, settings from the address settings, plan from
+the ledger), never from what we think we did last time.
+
+Mapping (one Artemis instance per brokered space):
+
+* queue        ANYCAST address + durable ANYCAST queue of the same name
+* deadletter   the same shape as a queue
+* topic        MULTICAST address (no queue)
+* subscription durable MULTICAST queue named <address> on the topic's address
+               (clients consume from ``<topic>::<address>``), max-consumers from
+               ``subscription.max_consumers``
+* settings     per-address settings (``addAddressSettings(match, json)``) from
+               ``plans.effective_settings``; queues and topics only
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import apply as _apply
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as _client
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import ledger as _ledger
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import reader as _reader
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.diff import (
+    Changes, current_for_validation, messages_held, orphan_subscription_errors, plan_changes,
+    quota_order, subscription_setting_errors)
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.reader import (
+    PHASE_ACTIVE, PHASE_CONFIGURING, PHASE_DELETED, PHASE_PENDING, applied_status, deleted_status,
+    entry_type, is_internal, live_view, status_of)
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.settings import (
+    ARTEMIS_SETTINGS_TYPES, artemis_settings, clean_address, desired_view, visible_settings)
+from ansible_collections.enmasse.messaging.plugins.module_utils.connection import resolve_connection, secrets_of
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ClientError, ConfigError, ServiceError
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import names as _names
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import validation as _validation
+
+
+class BrokeredService(object):
+    """The live broker of one brokered address space, through Jolokia."""
+
+    def __init__(self, client, broker_name, workers=_apply.WORKERS):
+        self.client = client
+        self.broker_name = broker_name
+        self.mbean = _client.broker_mbean(broker_name)
+        self.workers = workers
+
+    def read(self):
+        """Broker attributes and live entries (``reader.read_live``)."""
+        return _reader.read_live(self.client, self.broker_name)
+
+    def read_settings(self, names):
+        """Merged address settings for ``names`` plus the baseline (``None``)."""
+        return _reader.read_settings(self.client, self.broker_name, names)
+
+    def apply(self, requests):
+        """Run (phase, name, request) triples (``apply.apply_requests``)."""
+        return _apply.apply_requests(self.client, requests, self.workers)
+
+
+# ------------------------------------------------------------- opening a space
+
+def service_for(conn):
+    return BrokeredService(_client.client_for(conn), conn["broker_name"])
+
+
+def space_context(params, space_name, hide=None):
+    """Connection, ledger, address space (name, type, plan) and the service
+    for a module working on ``space_name``. ``hide(secrets)`` is called with
+    the connection's secrets as soon as they are known (the runner masks them
+    in the module's output)."""
+    conn = resolve_connection(params, space_name)
+    if hide is not None:
+        hide(secrets_of(conn))
+    ledger = _ledger.Ledger.load(conn["ledger_path"])
+    check_space_owner(ledger, space_name)
+    space = space_of(ledger, conn, space_name)
+    return conn, ledger, space, service_for(conn)
+
+
+def open_space(params, space_name, hide=None, supported_only=True):
+    """``space_context``; with ``supported_only``, an address space type that
+    is not implemented fails."""
+    conn, ledger, space, service = space_context(params, space_name, hide)
+    if supported_only:
+        check_supported(space["type"])
+    return conn, ledger, space, service
+
+
+def check_supported(space_type):
+    msg = not_supported(space_type)
+    if msg:
+        raise ConfigError(msg)
+
+
+def space_of(ledger, conn, name):
+    """The address space (name, type, plan) the ledger or connection file knows."""
+    rec = ledger.space or {}
+    return {"name": name, "type": rec.get("type") or conn.get("type") or "brokered",
+            "plan": rec.get("plan") or conn.get("plan")}
+
+
+def not_supported(space_type):
+    if space_type == "standard":
+        return ("address space type 'standard' is not yet supported by this collection: only "
+                "'brokered' spaces (one Artemis broker) are implemented")
+    return None
+
+
+def diff_against_live(service, live, owned, present, deletes, catalogue, force):
+    """The changes from ``live`` to ``present`` (clean plain addresses) with
+    ``deletes`` removed; reads the address settings that matter in bulk.
+    Refuses deleting addresses that hold messages unless ``force``.
+    Returns the changes and the wanted Artemis settings per address."""
+    wanted = dict((a["address"], artemis_settings(a, catalogue)) for a in present)
+    had = dict((n, artemis_settings(owned[n], catalogue)) for n in list(wanted) + list(deletes) if n in owned)
+    need = [n for n in list(wanted) + list(deletes) if n in live and (wanted.get(n) or had.get(n))]
+    merged = service.read_settings(need) if need else {None: {}}
+    changes = plan_changes(present, deletes, live, owned, merged, catalogue, service.mbean, merged.get(None),
+                           wanted, had)
+    if not force:
+        held = messages_held(changes.removing, live)
+        if held:
+            raise ServiceError(held)
+    return changes, wanted
+
+
+# --------------------------------------------------------------- addresses
+
+def converge_addresses(service, ledger, space, catalogue, present, absent, prune=False,
+                       force=False, check_mode=False):
+    """Converge the addresses of a brokered space.
+
+    ``present``: plain addresses that must exist; ``absent``: names that must
+    not. Everything is validated first (every violation at once); then the
+    live broker is read, compared, and changed in bulk; the ledger records
+    what the broker accepted. Returns the module result.
+    """
+    owned = dict(ledger.addresses)  # snapshot: committing changes the ledger
+    names = set(a.get("address") for a in present if isinstance(a, dict))
+    errs = []
+    for i, name in enumerate(absent):
+        errs.extend(_names.address_name_errors(name, "absent[%d]" % i))
+        if name in names:
+            errs.append("absent[%d]: %r is listed both as present and as absent" % (i, name))
+    broker, live = service.read()
+    absent_set = set(absent)
+    deletes = [n for n in sorted(absent_set) if n in owned]
+    if prune:
+        deletes.extend(n for n in sorted(owned) if n not in names and n not in absent_set)
+    current = current_for_validation(present, live, owned, set(deletes))
+    errs.extend(_validation.validate_addresses(space, present, catalogue, current=current, check_quota=False))
+    errs.extend(subscription_setting_errors(present))
+    errs.extend(orphan_subscription_errors(deletes, owned))
+    splan = catalogue.address_space_plan(space.get("plan"))
+    if not errs and splan:
+        errs.extend(_validation.quota_check(space, splan, quota_order(present, owned, deletes), catalogue)[0])
+    if errs:
+        raise ServiceError(errs)
+
+    present = [clean_address(a) for a in present]
+    changes, wanted = diff_against_live(service, live, owned, present, deletes, catalogue, force)
+    errors = _apply.commit(service, ledger, changes, check_mode)
+    if errors:
+        raise _apply.failed(errors, changes)
+    # statuses from the state read before the change plus what the broker
+    # accepted (no second read: it costs seconds with thousands of queues)
+    applied = set() if check_mode else set(changes.record)
+    addresses = []
+    for a in present:
+        name = a["address"]
+        view = changes.after.get(name) or desired_view(a, catalogue, wanted.get(name))
+        view = dict(view)
+        if name in applied:
+            view["status"] = applied_status(live.get(name), True)
+        else:
+            view["status"] = status_of(live.get(name), name in ledger.addresses)
+        addresses.append(view)
+    for name in absent:
+        entry = live.get(name)
+        if name in applied or entry is None:
+            view = desired_view(owned[name], catalogue) if name in owned else {"address": name}
+            view["status"] = deleted_status()
+        else:
+            view = live_view(entry, ledger.addresses.get(name))
+            view["status"] = status_of(entry, name in ledger.addresses)
+        addresses.append(view)
+    result = {"changed": changes.changed, "addresses": addresses, "changes": changes.as_dict(),
+              "diff": changes.diff()}
+    skipped = [n for n in absent if n not in owned and n in live]
+    if skipped:
+        result["warnings"] = ["not deleted, not owned by this collection (created by hand?): %s"
+                              % ", ".join(skipped)]
+    return result
+
+
+def address_info(service, ledger, catalogue, names=None, include_unowned=True):
+    """Live addresses of the space (owned ones always, others if asked), each
+    a plain address with ``status``; owned addresses missing on the broker
+    are listed with phase Pending."""
+    _, live = service.read()
+    owned = ledger.addresses
+    wanted = None if not names else set(names)
+    picked = []
+    for name in sorted(set(live) | set(owned)):
+        if wanted is not None and name not in wanted:
+            continue
+        mine = owned.get(name)
+        if mine is None and (not include_unowned or is_internal(name)):
+            continue
+        picked.append(name)
+    need = [n for n in picked if n in live and entry_type(live[n], owned.get(n)) in ARTEMIS_SETTINGS_TYPES]
+    merged = service.read_settings(need) if need else {None: {}}
+    out = []
+    for name in picked:
+        mine = owned.get(name)
+        entry = live.get(name)
+        if entry is None:
+            view = clean_address(mine)
+        else:
+            keys = artemis_settings(mine, catalogue) if mine else ()
+            view = live_view(entry, mine, visible_settings(merged.get(name), merged.get(None), keys))
+        view["status"] = status_of(entry, mine is not None)
+        out.append(view)
+    return out
+
+
+# ------------------------------------------------------------ address space
+
+SPACE_RECORD_KEYS = ("name", "type", "plan", "authentication_service")
+
+
+def space_record(space):
+    return dict((k, copy.deepcopy(space.get(k))) for k in SPACE_RECORD_KEYS if space.get(k) is not None)
+
+
+def space_status(broker, live, ledger, endpoints, error=None):
+    messages = []
+    if error:
+        messages.append(error)
+    missing = sorted(n for n in ledger.addresses if live is not None and n not in live)
+    if missing:
+        messages.append("%d owned address(es) missing on the broker: %s"
+                        % (len(missing), ", ".join(missing[:20]) + (", ..." if len(missing) > 20 else "")))
+    ready = bool(broker and broker.get("Started", True)) and not error
+    if not ledger.space:
+        phase = PHASE_PENDING
+    elif not ready:
+        phase = "Failed" if error else PHASE_CONFIGURING
+    else:
+        phase = PHASE_ACTIVE
+    return {"ready": ready, "phase": phase, "messages": messages,
+            "endpoints": [endpoint_status(e) for e in endpoints or []]}
+
+
+def endpoint_status(ep):
+    return {"name": ep.get("name"), "host": ep.get("host"), "port": ep.get("port"),
+            "protocols": list(ep.get("protocols") or [])}
+
+
+def space_result(name, record, status, extra=None):
+    out = {"name": name, "type": None, "plan": None, "authentication_service": None,
+           "exists": bool(record)}
+    out.update(record or {})
+    out.update(extra or {})
+    out["status"] = status
+    return out
+
+
+def check_space_owner(ledger, name):
+    if ledger.space and ledger.space.get("name") not in (None, name):
+        raise ServiceError("the ledger %s belongs to address space %r, not %r: check ledger_path"
+                           % (ledger.path, ledger.space.get("name"), name))
+
+
+def converge_space(service, ledger, desired, catalogue, endpoints, check_mode=False):
+    """state=present for a brokered address space."""
+    name = desired["name"]
+    errs = _validation.validate_address_space(desired, catalogue)
+    old = ledger.space or {}
+    if old.get("type") and old["type"] != desired.get("type"):
+        errs.append("address_space.type: %r cannot change (it is %r); type is immutable: delete the "
+                    "address space and create it again" % (desired.get("type"), old["type"]))
+    elif not_supported(desired.get("type")):
+        errs.append(not_supported(desired.get("type")))
+    if errs:
+        raise ServiceError(errs)
+    broker, live = service.read()
+    if old.get("plan") and old["plan"] != desired["plan"] and ledger.addresses:
+        current = dict((n, live_view(e, ledger.addresses.get(n))) for n, e in live.items())
+        owned = [ledger.addresses[n] for n in sorted(ledger.addresses)]
+        perrs = _validation.validate_addresses(desired, owned, catalogue, current=current)
+        if perrs:
+            raise ServiceError(["plan change %r -> %r refused: %s" % (old["plan"], desired["plan"], e)
+                                for e in perrs])
+    record = space_record(desired)
+    changed = record != (ledger.space or {})
+    before = copy.deepcopy(ledger.space) if ledger.space else {}
+    if changed and not check_mode:
+        ledger.space = record
+        ledger.save()
+    status = space_status(broker, live, ledger if not check_mode else _with_space(ledger, record), endpoints)
+    return {"changed": changed, "diff": {"before": before, "after": record},
+            "address_space": space_result(name, record, status, {"endpoints": desired.get("endpoints")})}
+
+
+def _with_space(ledger, record):
+    view = copy.copy(ledger)
+    view.space = record
+    return view
+
+
+def delete_space(service, ledger, name, catalogue, force=False, check_mode=False):
+    """state=absent: delete every owned address, then clear the ledger."""
+    before = copy.deepcopy(ledger.space) if ledger.space else {}
+    if not ledger.exists:
+        return {"changed": False, "diff": {"before": {}, "after": {}},
+                "address_space": space_result(name, None, space_status(None, None, ledger, []))}
+    owned = dict(ledger.addresses)
+    names = sorted(owned)
+    changes = Changes()
+    if names:
+        _, live = service.read()
+        changes, _ = diff_against_live(service, live, owned, [], names, catalogue, force)
+    errors = _apply.commit(service, ledger, changes, check_mode)
+    if errors:
+        raise _apply.failed(errors, changes)
+    if not check_mode:
+        ledger.remove()
+    return {"changed": True, "changes": changes.as_dict(),
+            "diff": {"before": dict(before, addresses=names), "after": {}},
+            "address_space": space_result(name, None, {"ready": False, "phase": PHASE_DELETED, "messages": [],
+                                                       "endpoints": []})}
+
+
+def space_info(service, ledger, name, endpoints):
+    """address_space_info: what the ledger records and how the broker is."""
+    broker, live, error = None, None, None
+    try:
+        broker, live = service.read()
+    except (ServiceError, ClientError) as e:
+        error = str(e)
+    status = space_status(broker, live, ledger, endpoints, error)
+    extra = {"owned_addresses": len(ledger.addresses)} if ledger.space else {}
+    return space_result(name, ledger.space, status, extra)

@@ -1,0 +1,66 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The naming rules: address space names, address strings, user names.
+
+One implementation, used by the modules, the filter plugins the roles call,
+and the Spark jobs. Each function returns every violation as a message naming
+the field, the value and the rule."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+SPACE_NAME_RE = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")
+SPACE_NAME_MAX = 60
+USERNAME_RE = re.compile(r"^[a-z0-9]+([a-z0-9_@.:\-]*[a-z0-9]+|[a-z0-9]*)$")
+ADDRESS_MAX = 255
+
+
+def fmt(v):
+    """A value as it is quoted in messages."""
+    return repr(v)
+
+
+_fmt = fmt
+
+
+def space_name_errors(name, field="name"):
+    if not isinstance(name, str) or not name:
+        return ["%s: %s is required and must be a non-empty string" % (field, _fmt(name))]
+    errs = []
+    if len(name) > SPACE_NAME_MAX:
+        errs.append("%s: %s is %d characters long, at most %d are allowed"
+                    % (field, _fmt(name), len(name), SPACE_NAME_MAX))
+    if not SPACE_NAME_RE.match(name):
+        errs.append("%s: %s must consist of lowercase letters, digits and '-', start "
+                    "with a letter and end with a letter or digit" % (field, _fmt(name)))
+    return errs
+
+
+def address_name_errors(address, field="address"):
+    if not isinstance(address, str) or not address:
+        return ["%s: %s is required and must be a non-empty string" % (field, _fmt(address))]
+    errs = []
+    if re.search(r"\s", address):
+        errs.append("%s: %s must not contain whitespace" % (field, _fmt(address)))
+    if address.startswith("_!") or address.startswith("!!"):
+        errs.append("%s: %s must not start with '_!' or '!!' (reserved)" % (field, _fmt(address)))
+    if "::" in address:
+        errs.append("%s: %s must not contain '::' (reserved as the topic::subscription "
+                    "separator)" % (field, _fmt(address)))
+    if len(address) > ADDRESS_MAX:
+        errs.append("%s: %s is %d characters long, at most %d are allowed"
+                    % (field, _fmt(address[:40] + "..."), len(address), ADDRESS_MAX))
+    return errs
+
+
+def username_errors(username, field="username"):
+    if not isinstance(username, str) or not username:
+        return ["%s: %s is required and must be a non-empty string" % (field, _fmt(username))]
+    if not USERNAME_RE.match(username):
+        return ["%s: %s must match %s (lowercase letters and digits, with _ @ . : - "
+                "inside)" % (field, _fmt(username), USERNAME_RE.pattern)]
+    return []

@@ -1,0 +1,85 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The AnsibleModule runner: a module's whole ``main()``.
+
+Builds the ``AnsibleModule`` (connection options + the module's own), runs the
+module's action and turns any ``EnmasseError`` into ``fail_json`` with ``msg``
+and every message in ``errors``, plus what was done before the failure.
+The only module_utils file that imports Ansible.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.args import argument_spec
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import EnmasseError
+
+# how many messages the one-line msg of a failure repeats (errors has them all)
+MSG_ERRORS = 20
+
+
+def new_module(options, **kwargs):
+    """The ``AnsibleModule`` of an enmasse.messaging module: the connection
+    options plus ``options``, check mode supported."""
+    kwargs.setdefault("supports_check_mode", True)
+    return AnsibleModule(argument_spec=argument_spec(**options), **kwargs)
+
+
+def hide_secrets(module, *values):
+    """Have Ansible mask ``values`` (passwords that do not come from a no_log
+    option, e.g. from the connection file or a URL) everywhere in the
+    module's output, ``invocation`` included."""
+    for value in values:
+        if value not in (None, ""):
+            module.no_log_values.add(str(value))
+
+
+def error_list(exc):
+    """Every message carried by an exception (``errors`` attribute or str)."""
+    errs = getattr(exc, "errors", None)
+    if errs:
+        return list(errs)
+    return [str(exc)]
+
+
+def failure_message(errors):
+    """The one-line ``msg`` of a failure with ``errors``."""
+    if len(errors) == 1:
+        return errors[0]
+    shown = errors[:MSG_ERRORS]
+    more = len(errors) - len(shown)
+    return "%d problems: %s%s" % (len(errors), "; ".join(shown),
+                                  "; ... and %d more (see errors)" % more if more else "")
+
+
+def run_module(module, action):
+    """Run ``action()`` (returns the result dict) and exit the module; an
+    ``EnmasseError`` becomes ``fail_json`` with ``msg`` and every message in
+    ``errors`` (plus what was done before the failure, if anything)."""
+    try:
+        result = action()
+    except EnmasseError as e:
+        errors = error_list(e)
+        result = dict(changed=False)
+        result.update(getattr(e, "result", None) or {})
+        module.fail_json(msg=failure_message(errors), errors=errors, **result)
+    for warning in result.pop("warnings", None) or []:
+        module.warn(warning)
+    module.exit_json(**result)
+
+
+def main(options, action, **module_kwargs):
+    """The whole ``main()`` of a module: build it (``new_module``), run
+    ``action(module)`` (returns the result dict) and exit (``run_module``)."""
+    module = new_module(options, **module_kwargs)
+    run_module(module, lambda: action(module))
+
+
+def secret_hider(module):
+    """A callable that has ``module`` mask the secrets it is given (for
+    connection resolution, which knows no AnsibleModule)."""
+    return lambda secrets: hide_secrets(module, *secrets)
