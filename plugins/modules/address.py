@@ -118,6 +118,15 @@ options:
     type: str
     choices: [present, absent]
     default: present
+  return_addresses:
+    description:
+      - Which addresses the result lists in RV(addresses).
+      - V(all) lists every address named in the task, V(changed) only those created, updated or
+        deleted (or that would be, in check mode), V(none) none at all (RV(changes) still names them).
+      - Default V(changed) in the bulk form (O(addresses)), where echoing thousands of unchanged
+        addresses costs the controller more than converging them; V(all) in the single form.
+    type: str
+    choices: [all, changed, none]
   force:
     description:
       - Allow deleting addresses that still hold messages (their messages are lost).
@@ -185,8 +194,9 @@ EXAMPLES = r'''
 RETURN = r'''
 addresses:
   description:
-    - The addresses named in the task, each a plain address with its C(status). Settings are the
-      effective ones, the plan's values overridden by the address's own.
+    - The addresses named in the task, each a plain address with its C(status), as O(return_addresses)
+      selects them (by default every one in the single form, only the changed ones in the bulk form).
+      Settings are the effective ones, the plan's values overridden by the address's own.
     - Addresses deleted by the task have C(status.phase=Deleted).
   returned: always
   type: list
@@ -252,7 +262,8 @@ failed_addresses:
 '''
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import converge_addresses, open_space
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import (
+    REPORT_CHOICES, converge_addresses, open_space)
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import address_inputs
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.plans import Catalogue
@@ -271,6 +282,7 @@ OPTIONS = dict(
     definition=dict(type="dict"),
     addresses=dict(type="list", elements="dict"),
     prune=dict(type="bool", default=False),
+    return_addresses=dict(type="str", choices=list(REPORT_CHOICES)),
     state=args.STATE_ARG,
     force=args.FORCE_ARG,
     plans=args.PLANS_ARG,
@@ -289,8 +301,9 @@ def converge(module):
     present, absent, errors = address_inputs(p, space["name"])
     if errors:
         raise ConfigError(errors)
+    report = p["return_addresses"] or ("changed" if p["addresses"] is not None else "all")
     return converge_addresses(service, ledger, space, catalogue, present, absent,
-                              prune=p["prune"], force=p["force"], check_mode=module.check_mode)
+                              prune=p["prune"], force=p["force"], check_mode=module.check_mode, report=report)
 
 
 def main():

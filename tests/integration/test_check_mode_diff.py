@@ -58,7 +58,26 @@ def test_check_mode_reports_but_changes_nothing_then_real_run_then_noop(space):
     assert again["changes"] == {"created": [], "updated": [], "deleted": []}
     assert diff_names(again) == set()
     assert space.snapshot(WATCHED) == after
-    assert all(a["status"]["ready"] and a["status"]["phase"] == "Active" for a in again["addresses"])
+    # the bulk form lists only what changed unless asked for more
+    assert again["addresses"] == []
+    full = space.run("address", addresses=DESIRED, prune=True, return_addresses="all")
+    assert not full.changed and sorted(a["address"] for a in full["addresses"]) == sorted(
+        a["address"] for a in DESIRED)
+    assert all(a["status"]["ready"] and a["status"]["phase"] == "Active" and a["status"]["messages"] == []
+               for a in full["addresses"])
+
+
+def test_bulk_form_reports_what_return_addresses_selects(space):
+    space.converge([DLQ])
+    one = {"address": "rep-1", "type": "queue", "plan": "brokered-queue"}
+    two = {"address": "rep-2", "type": "queue", "plan": "brokered-queue"}
+    first = space.run("address", addresses=[DLQ, one])
+    assert first.changed and [a["address"] for a in first["addresses"]] == ["rep-1"]
+    quiet = space.run("address", addresses=[DLQ, one, two], return_addresses="none")
+    assert quiet.changed and quiet["addresses"] == [] and quiet["changes"]["created"] == ["rep-2"]
+    assert "rep-2" in space.broker.address_names()
+    single = space.run("address", address="rep-1", type="queue", plan="brokered-queue")
+    assert not single.changed and [a["address"] for a in single["addresses"]] == ["rep-1"]
 
 
 def test_single_form_is_idempotent_and_check_mode_creates_nothing(space):

@@ -58,10 +58,18 @@ LIVE = live(("orders", "orders", "anycast", 3, 1, -1),
 
 # ------------------------------------------------------------ live state
 
-def test_mbean_keys_fast_path_matches_jolokia_parser():
-    from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.client import parse_mbean_keys
-    for name in (queue_mbean("a.b", "q,1", "anycast"), queue_mbean('x\\"y', "x\\*y", "multicast")):
-        assert artemis_reader.mbean_keys(name) == parse_mbean_keys(name)
+def test_mbean_keys_fast_path_and_escaped_names():
+    """The fast path (names without escapes) and the full parser (escaped
+    quotes and wildcards in a name) both give the name's keys."""
+    plain = queue_mbean("a.b", "q,1", "anycast")
+    assert "\\" not in plain
+    escaped = queue_mbean('x\\"y', "x\\*y", "multicast")
+    assert "\\" in escaped
+    assert artemis_reader.mbean_keys(plain) == {
+        "address": "a.b", "broker": "b", "component": "addresses", "queue": "q,1",
+        "routing-type": "anycast", "subcomponent": "queues"}
+    keys = artemis_reader.mbean_keys(escaped)
+    assert (keys["address"], keys["queue"], keys["routing-type"]) == ('x"y', "x*y", "multicast")
 
 
 def test_live_entries_reconstruct_the_model():
@@ -99,9 +107,12 @@ def test_live_view_of_a_subscription_and_an_unowned_queue():
 
 def test_status():
     assert artemis_reader.status_of(LIVE["orders"], True) == {
-        "ready": True, "phase": "Active", "message_count": 3, "consumers": 1, "owned": True}
-    assert artemis_reader.status_of(LIVE["halfmade"], False)["phase"] == "Configuring"
-    assert artemis_reader.status_of(None, True)["phase"] == "Pending"
+        "ready": True, "phase": "Active", "message_count": 3, "consumers": 1, "owned": True, "messages": []}
+    half = artemis_reader.status_of(LIVE["halfmade"], False)
+    assert half["phase"] == "Configuring" and half["messages"] == [
+        "incomplete on the broker: the address 'halfmade' has no queue of its own"]
+    pending = artemis_reader.status_of(None, True)
+    assert pending["phase"] == "Pending" and pending["messages"] == ["not on the broker"]
 
 
 # -------------------------------------------------------------- settings

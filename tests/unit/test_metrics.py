@@ -14,8 +14,6 @@ proton server answers them over a real AMQP connection to test the client.
 import datetime
 import json
 import os
-import socket
-import threading
 
 import pytest
 
@@ -29,8 +27,9 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import a
 from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import collect as metrics_collect  # noqa: E402
 from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import router as metrics_router  # noqa: E402
 from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import store as metrics_store  # noqa: E402
-from ansible_collections.enmasse.messaging.plugins.module_utils.router import client as router_client
+from ansible_collections.enmasse.messaging.plugins.module_utils.router import client as router_client  # noqa: E402
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import schema as model_schema  # noqa: E402
+from router_replies import ROUTER_REPLIES, fake_call  # noqa: E402
 
 pytestmark = pytest.mark.unit
 
@@ -194,64 +193,6 @@ def test_shared_broker_node_is_infra():
 
 
 # ------------------------------------------------------------------- router
-ADDR_NAMES = ["key", "identity", "name", "distribution", "subscriberCount", "remoteCount", "containerCount",
-              "deliveriesIngress", "deliveriesEgress", "deliveriesIngressRouteContainer",
-              "deliveriesEgressRouteContainer"]
-ROUTER_REPLIES = {
-    "org.apache.qpid.dispatch.router": (
-        ["id", "mode", "memoryUsage", "uptimeSeconds", "connectionCount", "linkCount", "addrCount"],
-        [["router-0", "interior", 73400320, 3600, 4, 9, 12]]),
-    "org.apache.qpid.dispatch.router.address": (ADDR_NAMES, [
-        ["L$management", "L$management", "L$management", "closest", 1, 0, 0, 20, 20, 0, 0],
-        ["M0$management", "M0$management", "M0$management", "closest", 0, 0, 0, 0, 0, 0, 0],
-        ["Rrouter-0", "Rrouter-0", "Rrouter-0", "closest", 1, 0, 0, 0, 0, 0, 0],
-        # anycast in tenant-a: 500 in from clients, 480 out to clients
-        ["M0tenant-a/orders", "M0tenant-a/orders", "M0tenant-a/orders", "balanced", 2, 0, 0, 500, 480, 0, 0],
-        # waypoint queue: phase 0 to the broker, phase 1 from the broker
-        ["M0tenant-a/jobs", "M0tenant-a/jobs", "M0tenant-a/jobs", "balanced", 1, 0, 1, 100, 100, 0, 100],
-        ["M1tenant-a/jobs", "M1tenant-a/jobs", "M1tenant-a/jobs", "balanced", 3, 0, 0, 90, 90, 90, 0],
-        ["M0tenant-b/news", "M0tenant-b/news", "M0tenant-b/news", "multicast", 5, 1, 0, 7, 35, 0, 0],
-        # a tenant nobody asked about, and an address without a tenant
-        ["M0tenant-z/x", "M0tenant-z/x", "M0tenant-z/x", "balanced", 0, 0, 0, 1, 1, 0, 0],
-        ["M0plain", "M0plain", "M0plain", "balanced", 0, 0, 0, 4, 4, 0, 0],
-        ["Ctenant-a/events", "Ctenant-a/events", "Ctenant-a/events", "linkBalanced", 0, 0, 1, 0, 0, 0, 0],
-    ]),
-    "org.apache.qpid.dispatch.router.link": (
-        ["linkType", "linkDir", "owningAddr", "undeliveredCount", "unsettledCount", "deliveryCount"], [
-            ["router-control", "in", None, 0, 0, 10],
-            ["endpoint", "in", "M0tenant-a/orders", 0, 2, 500],
-            ["endpoint", "out", "M0tenant-a/orders", 3, 1, 240],
-            ["endpoint", "out", "M0tenant-a/orders", 0, 0, 240],
-            ["endpoint", "in", "M0tenant-a/jobs", 0, 0, 100],
-            ["endpoint", "out", "M1tenant-a/jobs", 0, 0, 90],
-            ["endpoint", "out", "M0tenant-b/news", 0, 0, 35],
-            ["endpoint", "out", "Ltemp.abc", 0, 0, 1],
-            ["inter-router", "out", None, 0, 0, 0],
-        ]),
-    "org.apache.qpid.dispatch.connection": (
-        ["role", "dir", "tenant", "container"], [
-            ["normal", "in", "tenant-a", "c1"], ["normal", "in", "tenant-a", "c2"],
-            ["route-container", "out", None, "broker-0"], ["inter-router", "in", None, "router-1"]]),
-}
-
-
-def fake_call(replies, log=None):
-    """A management node answering QUERY from ``replies`` with paging."""
-    def call(props, body):
-        if log is not None:
-            log.append((dict(props), body))
-        entry = replies.get(props.get("entityType"))
-        if entry is None:
-            return {"statusCode": 404, "statusDescription": "Not Found: unknown type"}, None
-        names, rows = entry
-        want = body.get("attributeNames") or names
-        off, cnt = props.get("offset") or 0, props.get("count")
-        page = rows[off:off + cnt] if cnt is not None else rows[off:]
-        res = [[dict(zip(names, r)).get(n) for n in want] for r in page]
-        return {"statusCode": 200, "statusDescription": "OK", "count": len(res)}, \
-            {"attributeNames": want, "results": res}
-    return call
-
 
 def test_query_request_follows_amqp_management():
     props, body = router_client.query_request("org.apache.qpid.dispatch.router.address", ["key"], 500, 250)
@@ -462,85 +403,6 @@ def test_run_configuration_errors(fake_broker, tmp_path):
     assert "nothing to sample" in str(e.value)
     with pytest.raises(errors.ConfigError) as e:
         metrics_collect.run(dict(fake_broker, router_url="amqp://x", router_flavor="other"))
-
-
-# ------------------------------------------- AMQP management over a socket
-class _ManagementServer(object):
-    """A proton listener answering AMQP management QUERY from fixed replies:
-    dynamic reply-to senders, correlation ids, credit, like a router."""
-
-    def __init__(self, replies):
-        from proton import Message
-        from proton.handlers import MessagingHandler
-        from proton.reactor import ApplicationEvent, Container, EventInjector
-
-        server = self
-        answer = fake_call(replies)
-        self.requests = []
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-
-        class Handler(MessagingHandler):
-            def __init__(self):
-                super(Handler, self).__init__()
-                self.senders = {}
-
-            def on_start(self, event):
-                self.acceptor = event.container.listen("127.0.0.1:%d" % server.port)
-                server.ready.set()
-
-            def on_link_opening(self, event):
-                link = event.link
-                if link.is_sender and link.remote_source.dynamic:
-                    addr = "reply-%d" % len(self.senders)
-                    link.source.address = addr
-                    self.senders[addr] = link
-                elif link.is_receiver:
-                    link.target.address = link.remote_target.address
-
-            def on_message(self, event):
-                req = event.message
-                server.requests.append(dict(req.properties))
-                props, body = answer(req.properties, req.body)
-                self.senders[req.reply_to].send(Message(address=req.reply_to, correlation_id=req.correlation_id,
-                                                        properties=props, body=body))
-
-            def on_stop_server(self, event):
-                self.acceptor.close()
-                server.container.stop()
-
-        self.injector = EventInjector()
-        self.stop_event = ApplicationEvent("stop_server")
-        self.container = Container(Handler())
-        self.container.selectable(self.injector)
-        self.ready = threading.Event()
-        self.thread = threading.Thread(target=self.container.run, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        assert self.ready.wait(10)
-        return self
-
-    def __exit__(self, *exc):
-        self.injector.trigger(self.stop_event)
-        self.thread.join(10)
-
-
-def test_router_management_client_over_amqp():
-    pytest.importorskip("proton")
-    with _ManagementServer(ROUTER_REPLIES) as server:
-        client = router_client.RouterManagement("amqp://127.0.0.1:%d" % server.port, timeout=10)
-        try:
-            rows, nodes, _ = metrics_router.sample_router(client.call, "prod", ["tenant-a"], page=3, clock=lambda: TS)
-        finally:
-            client.close()
-    assert nodes[0]["node"] == "router-0" and nodes[0]["memory_used"] == 73400320
-    assert sorted(r["address"] for r in rows) == ["jobs", "orders"]
-    addr_pages = [(r["offset"], r["count"]) for r in server.requests
-                  if r["entityType"] == "org.apache.qpid.dispatch.router.address"]
-    assert addr_pages == [(0, 3), (3, 3), (6, 3), (9, 3)]
-    assert all(r["operation"] == "QUERY" and r["type"] == "org.amqp.management" for r in server.requests)
 
 
 def test_files_match_the_synthetic_generator_schema():

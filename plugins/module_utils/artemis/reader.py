@@ -166,23 +166,28 @@ def live_view(entry, owned=None, settings=None, hint=None):
 
 def status_of(entry, owned):
     """Status of an address: ready, phase (Active; Configuring: incomplete;
-    Pending: not on the broker), message_count, consumers, owned."""
+    Pending: not on the broker), message_count, consumers, owned, and
+    ``messages``: why it is not ready (empty when it is)."""
     if entry is None:
-        return {"ready": False, "phase": PHASE_PENDING, "message_count": 0, "consumers": 0, "owned": owned}
+        return {"ready": False, "phase": PHASE_PENDING, "message_count": 0, "consumers": 0, "owned": owned,
+                "messages": ["not on the broker"]}
     ready = bool(entry["complete"])
     return {"ready": ready, "phase": PHASE_ACTIVE if ready else PHASE_CONFIGURING,
-            "message_count": entry["message_count"], "consumers": entry["consumers"], "owned": owned}
+            "message_count": entry["message_count"], "consumers": entry["consumers"], "owned": owned,
+            "messages": [] if ready else ["incomplete on the broker: the address %r has no queue of its own"
+                                          % entry["address"]]}
 
 
 def applied_status(entry, owned):
     """Status of an address the broker just accepted (created or completed)."""
-    status = status_of(entry or {"complete": True, "message_count": 0, "consumers": 0}, owned)
-    status.update(ready=True, phase=PHASE_ACTIVE)
+    status = status_of(entry or {"address": None, "complete": True, "message_count": 0, "consumers": 0}, owned)
+    status.update(ready=True, phase=PHASE_ACTIVE, messages=[])
     return status
 
 
 def deleted_status():
-    return {"ready": False, "phase": PHASE_DELETED, "message_count": 0, "consumers": 0, "owned": False}
+    return {"ready": False, "phase": PHASE_DELETED, "message_count": 0, "consumers": 0, "owned": False,
+            "messages": []}
 
 
 def read_live(client, broker_name):

@@ -137,14 +137,19 @@ def diff_against_live(service, live, owned, present, deletes, catalogue, force):
 
 # --------------------------------------------------------------- addresses
 
+REPORT_CHOICES = ("all", "changed", "none")
+
+
 def converge_addresses(service, ledger, space, catalogue, present, absent, prune=False,
-                       force=False, check_mode=False):
+                       force=False, check_mode=False, report="all"):
     """Converge the addresses of a brokered space.
 
     ``present``: plain addresses that must exist; ``absent``: names that must
     not. Everything is validated first (every violation at once); then the
     live broker is read, compared, and changed in bulk; the ledger records
-    what the broker accepted. Returns the module result.
+    what the broker accepted. Returns the module result; ``report`` says
+    which addresses it lists: ``all`` named in the task, only the ``changed``
+    ones (created, updated, deleted), or ``none``.
     """
     owned = dict(ledger.addresses)  # snapshot: committing changes the ledger
     names = set(a.get("address") for a in present if isinstance(a, dict))
@@ -176,9 +181,12 @@ def converge_addresses(service, ledger, space, catalogue, present, absent, prune
     # statuses from the state read before the change plus what the broker
     # accepted (no second read: it costs seconds with thousands of queues)
     applied = set() if check_mode else set(changes.record)
+    listed = None if report == "all" else set(changes.record) if report == "changed" else set()
     addresses = []
     for a in present:
         name = a["address"]
+        if listed is not None and name not in listed:
+            continue
         view = changes.after.get(name) or desired_view(a, catalogue, wanted.get(name))
         view = dict(view)
         if name in applied:
@@ -187,6 +195,8 @@ def converge_addresses(service, ledger, space, catalogue, present, absent, prune
             view["status"] = status_of(live.get(name), name in ledger.addresses)
         addresses.append(view)
     for name in absent:
+        if listed is not None and name not in listed:
+            continue
         entry = live.get(name)
         if name in applied or entry is None:
             view = desired_view(owned[name], catalogue) if name in owned else {"address": name}
