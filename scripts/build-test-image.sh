@@ -88,6 +88,8 @@ image_hash() {
 }
 
 base_recipe="$(recipe_hash "v1 $SUITE minbase $BASE_INCLUDE")"
+# the sed program is meant literally: it prints this script's Containerfile section
+# shellcheck disable=SC2016
 test_recipe="$(recipe_hash "v1 $base_recipe $SYSTEMD_PACKAGES $(sed -n '/^cat > "\$ctx\/Containerfile"/,/^EOF$/p' "$0")")"
 
 start=$(date +%s)

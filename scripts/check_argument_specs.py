@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Fail when a role's meta/argument_specs.yml drifts from its defaults/main.yml.
 
 For every roles/<role>/ that has defaults/main.yml or meta/argument_specs.yml:

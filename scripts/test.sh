@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
 # Installs everything the tests need on a fresh Debian/Ubuntu machine and runs
-# the whole suite: unit, integration (real Artemis, real AMQP clients), Spark
-# (real local[2] jobs) and the Molecule scenario (systemd container, podman).
+# the whole suite: static checks (ansible-test sanity, ansible-lint with the
+# production profile, changelog lint, the execution environment's build
+# context), then pytest: unit, integration (real Artemis, real AMQP clients,
+# ansible-runner), Spark (real local[2] jobs) and the Molecule scenario
+# (systemd container, podman).
 #
-#   bash scripts/test.sh            # everything
-#   bash scripts/test.sh -m unit    # extra arguments go to pytest
+#   bash scripts/test.sh              # everything
+#   bash scripts/test.sh -m unit      # extra arguments go to pytest (static checks still run)
+#   ENMASSE_SKIP_STATIC=1 bash scripts/test.sh -m unit   # pytest only
+#
+# Python packages go into the project's virtual environment .venv/ (created
+# with python3 -m venv, python3-venv from apt if needed), never into the
+# system interpreter (a Debian python3 refuses that: externally-managed-environment).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPO=$(pwd)
 ARTEMIS_VERSION=${ARTEMIS_VERSION:-2.40.0}
 
 log() { printf '\n=== %s\n' "$*"; }
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   need=()
-  for pkg in podman runc debootstrap libxml2-utils maven default-jre-headless; do
+  for pkg in podman runc debootstrap libxml2-utils maven default-jre-headless python3-venv rsync shellcheck; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   if [ ${#need[@]} -gt 0 ]; then
@@ -24,8 +31,18 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   fi
 fi
 
-log "pip: test requirements"
-python3 -m pip install -q -r requirements-test.txt
+log "venv: .venv with requirements-test.txt"
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+stamp=.venv/.requirements-test.sha256
+want="$(cat requirements-test.txt requirements-spark.txt | sha256sum | cut -c1-64)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -r requirements-test.txt
+  echo "$want" > "$stamp"
+fi
+export PATH="$(pwd)/.venv/bin:$PATH"
 
 log "artemis ${ARTEMIS_VERSION}: local Maven cache (the roles' offline path)"
 ARTEMIS_TGZ="$HOME/.m2/repository/org/apache/activemq/apache-artemis/${ARTEMIS_VERSION}/apache-artemis-${ARTEMIS_VERSION}-bin.tar.gz"
@@ -37,15 +54,34 @@ export ENMASSE_ARTEMIS_ARCHIVE="$ARTEMIS_TGZ"
 # the checkout as ansible_collections/enmasse/messaging
 source scripts/collection-path.sh
 
-log "static checks: ansible-doc, collection build, role argument specs"
-for m in plugins/modules/*.py; do
-  name=$(basename "$m" .py)
-  ansible-doc "enmasse.messaging.$name" >/dev/null || { echo "ansible-doc failed for $name"; exit 1; }
-done
-build_dir=$(mktemp -d)
-ansible-galaxy collection build --force --output-path "$build_dir" . >/dev/null
-rm -rf "$build_dir"
-python3 scripts/check_argument_specs.py
+if [ -z "${ENMASSE_SKIP_STATIC:-}" ]; then
+  log "static checks: ansible-doc, collection build, role argument specs"
+  for m in plugins/modules/*.py; do
+    name=$(basename "$m" .py)
+    ansible-doc "enmasse.messaging.$name" >/dev/null || { echo "ansible-doc failed for $name"; exit 1; }
+  done
+  for kind in filter lookup test; do
+    [ -d "plugins/$kind" ] || continue
+    for name in $(ansible-doc -t "$kind" -l enmasse.messaging --json | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)))'); do
+      ansible-doc -t "$kind" "$name" >/dev/null || { echo "ansible-doc -t $kind failed for $name"; exit 1; }
+    done
+  done
+  build_dir=$(mktemp -d)
+  ansible-galaxy collection build --force --output-path "$build_dir" . >/dev/null
+  rm -rf "$build_dir"
+  python3 scripts/check_argument_specs.py
+
+  if [ -d changelogs ]; then
+    log "antsibull-changelog lint"
+    antsibull-changelog lint
+  fi
+
+  log "ansible-lint (production profile)"
+  ansible-lint --profile production
+
+  log "ansible-test sanity"
+  bash scripts/sanity.sh
+fi
 
 log "pytest"
 exec python3 -m pytest "$@"

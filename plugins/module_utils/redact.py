@@ -14,7 +14,7 @@ def url_password(url):
     if not url or "://" not in url:
         return None
     netloc = url.split("://", 1)[1].split("/", 1)[0]
-    userinfo, sep, _ = netloc.rpartition("@")
+    userinfo, sep, unused = netloc.rpartition("@")
     if not sep or ":" not in userinfo:
         return None
     return userinfo.split(":", 1)[1] or None
@@ -28,6 +28,6 @@ def redact_url(url):
         return url
     scheme, rest = url.split("://", 1)
     netloc, sep, path = rest.partition("/")
-    userinfo, _, host = netloc.rpartition("@")
+    userinfo, unused, host = netloc.rpartition("@")
     user = userinfo.split(":", 1)[0]
     return "%s://%s:********@%s%s%s" % (scheme, user, host, sep, path)

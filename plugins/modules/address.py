@@ -33,10 +33,10 @@ description:
   - The address space's plan comes from the ledger (recorded by M(enmasse.messaging.address_space))
     or the connection file's C(plan).
   - Refused, with a message naming field, value and rule - changing the type of an address, the topic
-    of a subscription or O(subscription.max_consumers); deleting an address that still holds
+    of a subscription or C(subscription.max_consumers); deleting an address that still holds
     messages unless O(force=true) (the message names the address and its message count).
 author:
-  - enmasse.messaging contributors
+  - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.connection
   - enmasse.messaging.connection.address_space

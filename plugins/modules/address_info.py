@@ -17,7 +17,7 @@ description:
     settings, plan from the ownership ledger) with their status and whether they are owned.
   - Owned addresses missing on the broker are listed too, with C(status.phase=Pending).
 author:
-  - enmasse.messaging contributors
+  - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.connection
   - enmasse.messaging.connection.address_space

@@ -22,7 +22,7 @@ description:
     dead letter address still holds messages, unless O(force=true); the message lists them) and
     clears the ledger. Addresses not created by this collection are left alone.
 author:
-  - enmasse.messaging contributors
+  - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.connection
   - enmasse.messaging.connection.plans

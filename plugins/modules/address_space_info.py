@@ -17,7 +17,7 @@ description:
   - When there is no connection file for the space and no connection option is given, returns
     C(exists=false) instead of failing.
 author:
-  - enmasse.messaging contributors
+  - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.connection
   - enmasse.messaging.attributes

@@ -28,7 +28,7 @@ description:
     collection every minute with a systemd timer (C(enmasse-collect)).
   - Check mode samples (reads only) and writes nothing.
 author:
-  - enmasse.messaging contributors
+  - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.connection
   - enmasse.messaging.attributes

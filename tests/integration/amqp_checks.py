@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """End-to-end AMQP 1.0 checks for a brokered address space.
 
 Standalone: needs only Python 3 and python-qpid-proton. The Molecule verify
@@ -206,7 +205,7 @@ def check_anonymous_refused(cfg):
 
 
 def check_wrong_password_refused(cfg):
-    _, _, _, user, password = parse_url(cfg.url, cfg.user, cfg.password)
+    unused1, unused2, unused3, user, password = parse_url(cfg.url, cfg.user, cfg.password)
     return _must_be_refused(cfg, user=user or "app", password=(password or "") + "-wrong")
 
 

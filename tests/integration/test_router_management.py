@@ -83,7 +83,7 @@ def test_router_management_client_over_amqp():
     with _ManagementServer(ROUTER_REPLIES) as server:
         client = router_client.RouterManagement("amqp://127.0.0.1:%d" % server.port, timeout=10)
         try:
-            rows, nodes, _ = metrics_router.sample_router(client.call, "prod", ["tenant-a"], page=3, clock=lambda: TS)
+            rows, nodes, unused = metrics_router.sample_router(client.call, "prod", ["tenant-a"], page=3, clock=lambda: TS)
         finally:
             client.close()
     assert nodes[0]["node"] == "router-0" and nodes[0]["memory_used"] == 73400320
@@ -92,5 +92,3 @@ def test_router_management_client_over_amqp():
                   if r["entityType"] == "org.apache.qpid.dispatch.router.address"]
     assert addr_pages == [(0, 3), (3, 3), (6, 3), (9, 3)]
     assert all(r["operation"] == "QUERY" and r["type"] == "org.amqp.management" for r in server.requests)
-
-

@@ -91,18 +91,18 @@ def test_router_address_counters_and_node_row(router):
         # consumer's settlement, so it cannot share this thread either
         sender = subprocess.Popen([sys.executable, "-c", PRODUCER, router, "demo/orders", str(n)],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        for _ in range(n):
+        for unused in range(n):
             receiver.receive(timeout=20)
             receiver.accept()
         # keep this connection's I/O going (the last accept must reach the
         # router) until the producer has its settlements and exits
         consumer.wait(lambda: sender.poll() is not None, timeout=20, msg="the producer to finish")
-        out, _ = sender.communicate(timeout=20)
+        out, unused = sender.communicate(timeout=20)
         assert sender.returncode == 0, out.decode(errors="replace")[-2000:]
 
         mgmt = router_client.RouterManagement(router, timeout=10)
         try:
-            rows, nodes, _ = metrics_router.sample_router(mgmt.call, "test-infra", spaces=["demo"])
+            rows, nodes, unused = metrics_router.sample_router(mgmt.call, "test-infra", spaces=["demo"])
         finally:
             mgmt.close()
     finally:

@@ -86,7 +86,7 @@ def test_live_entries_reconstruct_the_model():
 
 def test_without_own_queue_only_lists_addresses_needing_routing_types():
     records = artemis_reader.queue_records({queue_mbean("q", "q", "anycast"): {},
-                                     queue_mbean("t", "s", "multicast"): {}})
+                                            queue_mbean("t", "s", "multicast"): {}})
     assert artemis_reader.without_own_queue(["q", "t", "empty"], records) == ["t", "empty"]
 
 
@@ -178,7 +178,7 @@ def test_create_every_type_with_the_artemis_mapping():
     assert q1[1] == (artemis_diff.PHASE_CREATE, artemis_diff.OP_ADD_SETTINGS,
                      ["q1", json.dumps({"deadLetterAddress": "dl", "maxDeliveryAttempts": 3}, sort_keys=True)])
     assert ops(ch, "t") == [(artemis_diff.PHASE_CREATE, artemis_diff.OP_CREATE_ADDRESS, ["t", "MULTICAST"])]
-    (phase, op, (cfg, _)), = ops(ch, "s")
+    (phase, op, (cfg, unused)), = ops(ch, "s")
     assert phase == artemis_diff.PHASE_SUBSCRIBE  # after its topic exists
     assert json.loads(cfg) == {"name": "s", "address": "t", "routing-type": "MULTICAST", "durable": True,
                                "max-consumers": 1, "auto-create-address": False}
@@ -206,7 +206,7 @@ def test_settings_drift_is_an_update_with_before_and_after():
 def test_settings_no_longer_wanted_are_removed():
     had = q("orders", deadletter="dlq")
     ch = artemis_diff.plan_changes([q("orders")], [], LIVE, {"orders": had},
-                              {"orders": {"deadLetterAddress": "dlq"}}, CAT, MBEAN)
+                                   {"orders": {"deadLetterAddress": "dlq"}}, CAT, MBEAN)
     assert ch.updated == ["orders"]
     assert ops(ch) == [(artemis_diff.PHASE_CREATE, artemis_diff.OP_REMOVE_SETTINGS, ["orders"])]
 
@@ -278,8 +278,8 @@ def test_current_for_validation_covers_listed_and_referenced_names_only():
 
 def test_clean_address_drops_input_only_keys_and_fills_defaults():
     a = artemis_settings.clean_address({"address": "s", "type": "subscription", "plan": "p", "topic": "t",
-                               "name": "k8s-name", "state": "present", "address_space": "demo",
-                               "deadletter": None})
+                                        "name": "k8s-name", "state": "present", "address_space": "demo",
+                                        "deadletter": None})
     assert a == {"address": "s", "type": "subscription", "plan": "p", "topic": "t",
                  "subscription": {"max_consumers": 1}}
 
@@ -340,7 +340,7 @@ def test_single_form_document_and_bulk_with_per_item_state():
     present, absent, errs = model_inputs.address_inputs(params(definition=doc), "demo")
     assert present[0]["address"] == "inv" and not errs
     present, absent, errs = model_inputs.address_inputs(params(addresses=[q("a"), {"address": "b", "state": "absent"}]),
-                                                  "demo")
+                                                        "demo")
     assert [a["address"] for a in present] == ["a"] and absent == ["b"] and not errs
     assert model_inputs.address_inputs(params(address="a", state="absent"), "demo") == ([], ["a"], [])
 
@@ -355,7 +355,7 @@ def test_single_form_document_and_bulk_with_per_item_state():
     (dict(addresses=[{"address": "x", "state": "gone"}]), "must be one of present, absent"),
 ])
 def test_bad_input_forms(kw, fragment):
-    _, _, errs = model_inputs.address_inputs(params(**kw), "demo")
+    unused1, unused2, errs = model_inputs.address_inputs(params(**kw), "demo")
     assert errs and fragment in " ".join(errs)
 
 
@@ -363,7 +363,7 @@ def test_space_input_defaults_from_ledger_then_connection_file():
     p = {"name": "demo", "type": None, "plan": None, "authentication_service": None, "endpoints": None,
          "definition": None}
     assert model_inputs.space_input(p, None, {"plan": "from-file"}) == {"name": "demo", "type": "brokered",
-                                                                  "plan": "from-file"}
+                                                                        "plan": "from-file"}
     assert model_inputs.space_input(p, {"plan": "from-ledger", "type": "brokered"}, {"plan": "x"})["plan"] == "from-ledger"
     doc = {"kind": "AddressSpace", "metadata": {"name": "demo"}, "spec": {"type": "brokered", "plan": "p"}}
     assert model_inputs.space_input(dict(p, definition=doc), None, {})["plan"] == "p"
@@ -383,7 +383,7 @@ def test_ledger_round_trip_atomic_write_and_remove(tmp_path):
     led.addresses["q"] = q("q")
     led.save()
     assert oct(os.stat(path).st_mode & 0o777) == "0o640"
-    assert [f for f in os.listdir(os.path.dirname(path))] == ["ledger.json"]  # no temp file left
+    assert os.listdir(os.path.dirname(path)) == ["ledger.json"]  # no temp file left
     again = Ledger.load(path)
     assert again.exists and again.addresses == {"q": q("q")} and again.space["plan"] == "p"
     assert json.load(open(path))["version"] == 1

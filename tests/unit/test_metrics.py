@@ -125,11 +125,11 @@ def test_parse_artemis_rows_per_queue_and_topic():
 
 def test_counters_are_cumulative_as_reported_not_deltas():
     """Rates are the planner's job: two samples give the counters as they are."""
-    first, _ = metrics_artemis.parse_artemis(recorded_replies(), CONN, "prod", TS)
+    first, unused = metrics_artemis.parse_artemis(recorded_replies(), CONN, "prod", TS)
     later = recorded_replies()
     key = Q % ("q1", "q1", "anycast")
     later[0][0][key].update(MessagesAdded=25, MessagesAcknowledged=20, MessageCount=5)
-    second, _ = metrics_artemis.parse_artemis(later, CONN, "prod", TS + datetime.timedelta(minutes=1))
+    second, unused = metrics_artemis.parse_artemis(later, CONN, "prod", TS + datetime.timedelta(minutes=1))
     a, b = by_address(first)["q1"], by_address(second)["q1"]
     assert (b["messages_added"] - a["messages_added"], b["messages_acknowledged"] - a["messages_acknowledged"]) == (15, 16)
     assert b["message_count"] == 5
@@ -142,7 +142,7 @@ def test_parse_artemis_uses_ledger_types_and_plans(tmp_path):
         "t1": {"address": "t1", "type": "topic", "plan": "brokered-topic"},
         "s1": {"address": "s1", "type": "subscription", "plan": "brokered-subscription", "topic": "t1"}}}))
     info = metrics_artemis.address_info_from_ledger(str(ledger))
-    rows, _ = metrics_artemis.parse_artemis(recorded_replies(), CONN, "prod", TS, address_info=info)
+    rows, unused = metrics_artemis.parse_artemis(recorded_replies(), CONN, "prod", TS, address_info=info)
     got = by_address(rows)
     assert (got["q1"]["address_type"], got["q1"]["plan"]) == ("deadletter", "brokered-deadletter")
     assert got["t1"]["plan"] == "brokered-topic" and got["s1"]["plan"] == "brokered-subscription"
@@ -173,14 +173,14 @@ def test_broker_error_raises():
 
 
 def test_disk_is_null_when_the_instance_is_not_on_this_host():
-    _, nodes = metrics_artemis.parse_artemis(recorded_replies(), CONN, "prod", TS)
+    unused, nodes = metrics_artemis.parse_artemis(recorded_replies(), CONN, "prod", TS)
     assert nodes[0]["disk_used"] is None and nodes[0]["disk_max"] is None
 
 
 def test_disk_from_the_instance_filesystem(tmp_path):
     replies = recorded_replies()
     replies[3] = (str(tmp_path), None)
-    _, nodes = metrics_artemis.parse_artemis(replies, CONN, "prod", TS)
+    unused, nodes = metrics_artemis.parse_artemis(replies, CONN, "prod", TS)
     st = os.statvfs(str(tmp_path))
     total = st.f_blocks * st.f_frsize
     assert nodes[0]["disk_max"] == int(total * 0.9)
@@ -188,7 +188,7 @@ def test_disk_from_the_instance_filesystem(tmp_path):
 
 
 def test_shared_broker_node_is_infra():
-    _, nodes = metrics_artemis.parse_artemis(recorded_replies(), dict(CONN, type="standard"), "prod", TS)
+    unused, nodes = metrics_artemis.parse_artemis(recorded_replies(), dict(CONN, type="standard"), "prod", TS)
     assert nodes[0]["address_space"] == "_infra"
 
 
@@ -217,7 +217,7 @@ def test_query_all_pages_with_offset_and_count():
     call = fake_call(ROUTER_REPLIES, log)
     rows = router_client.query_all(call, "org.apache.qpid.dispatch.router.address", ["key"], page=4)
     assert [r["key"] for r in rows] == [r[0] for r in ROUTER_REPLIES["org.apache.qpid.dispatch.router.address"][1]]
-    assert [(p["offset"], p["count"]) for p, _ in log] == [(0, 4), (4, 4), (8, 4)]
+    assert [(p["offset"], p["count"]) for p, unused in log] == [(0, 4), (4, 4), (8, 4)]
 
 
 @pytest.mark.parametrize("key,expected", [
@@ -252,7 +252,7 @@ def test_router_rows():
 
 def test_router_addresses_without_tenant_go_to_the_default_space():
     rows, nodes, dropped = metrics_router.sample_router(fake_call(ROUTER_REPLIES), "prod", ["tenant-a"],
-                                                 default_space="shared", memory_max=2 ** 30, clock=lambda: TS)
+                                                        default_space="shared", memory_max=2 ** 30, clock=lambda: TS)
     spaces = sorted(set((r["address_space"], r["address"]) for r in rows))
     assert ("shared", "plain") in spaces and ("shared", "tenant-b/news") in spaces
     assert dropped == 0 and nodes[0]["memory_max"] == 2 ** 30
@@ -261,9 +261,9 @@ def test_router_addresses_without_tenant_go_to_the_default_space():
 def test_router_flavor_auto_falls_back_to_skupper_router():
     sk = dict((k.replace("org.apache.qpid.dispatch", "io.skupper.router"), v) for k, v in ROUTER_REPLIES.items())
     log = []
-    rows, _, _ = metrics_router.sample_router(fake_call(sk, log), "prod", ["tenant-a"], clock=lambda: TS)
+    rows, unused1, unused2 = metrics_router.sample_router(fake_call(sk, log), "prod", ["tenant-a"], clock=lambda: TS)
     assert log[0][0]["entityType"] == "org.apache.qpid.dispatch.router"
-    assert all(p["entityType"].startswith("io.skupper.router") for p, _ in log[1:])
+    assert all(p["entityType"].startswith("io.skupper.router") for p, unused in log[1:])
     assert len(rows) == 2
     with pytest.raises(router_client.RouterManagementError):
         metrics_router.sample_router(fake_call(sk), "prod", [], flavor="qdrouterd")
@@ -297,7 +297,7 @@ def test_write_rows_partitions_and_schema(tmp_path):
         # docs/metrics-schema.md: address_space is in the file and in the path
         assert pq.read_schema(p).remove_metadata() == metrics_store.arrow_schema(kind)
     # nothing half-written is left behind
-    leftovers = [f for _, _, files in os.walk(str(tmp_path)) for f in files if f.startswith(".")]
+    leftovers = [f for unused1, unused2, files in os.walk(str(tmp_path)) for f in files if f.startswith(".")]
     assert leftovers == []
     table = pq.read_table(paths[0])
     assert sorted(table.column("address").to_pylist()) == ["DLQ", "ExpiryQueue", "q1", "s1", "t1"]
@@ -322,7 +322,7 @@ def test_second_write_appends(tmp_path):
 
 
 def test_rows_across_midnight_go_to_two_date_partitions(tmp_path):
-    rows, _ = _rows()
+    rows, unused = _rows()
     late = datetime.datetime(2025, 3, 4, 23, 59, 59, tzinfo=UTC)
     batch = [dict(rows[0], ts=late), dict(rows[1], ts=late + datetime.timedelta(seconds=2))]
     paths = metrics_store.write_rows(str(tmp_path), "addresses", batch)

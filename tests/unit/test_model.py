@@ -122,10 +122,10 @@ def test_quota_exceeded_names_address_plan_and_limits():
 
 def test_unknown_field_and_settings_on_wrong_type():
     errs = model_validation.validate_addresses(SPACE, [q("a", max_consumer=2),
-                                            {"address": "t", "type": "topic", "plan": "brokered-topic",
-                                             "subscription": {"max_consumers": 2}},
-                                            q("b", message_ttl={"maximum": -1}),
-                                            q("c", message_ttl={"minimum": 10, "maximum": 5})], CAT)
+                                                       {"address": "t", "type": "topic", "plan": "brokered-topic",
+                                                        "subscription": {"max_consumers": 2}},
+                                                       q("b", message_ttl={"maximum": -1}),
+                                                       q("c", message_ttl={"minimum": 10, "maximum": 5})], CAT)
     text = "\n".join(errs)
     assert "addresses[0](a).max_consumer: unknown field" in text
     assert "addresses[1](t).subscription: {'max_consumers': 2} is only allowed on subscription addresses" in text

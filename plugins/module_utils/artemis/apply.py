@@ -47,16 +47,16 @@ def apply_requests(client, requests, workers=WORKERS):
     """Run (phase, name, request) triples phase by phase, each phase in
     parallel batches. Returns ``{name: [error, ...]}`` for what failed."""
     errors = {}
-    for phase in sorted(set(p for p, _, _ in requests)):
+    for phase in sorted(set(p for p, unused, unused in requests)):
         batch = [(n, r) for p, n, r in requests if p == phase]
         # every worker gets work: the broker groups the journal syncs of
         # concurrent requests, so parallel batches create faster
         size = max(1, min(client.batch_size, -(-len(batch) // workers)))
         chunks = [batch[i:i + size] for i in range(0, len(batch), size)]
         with ThreadPoolExecutor(max(1, min(workers, len(chunks)))) as pool:
-            results = list(pool.map(lambda c: client.bulk([r for _, r in c], raise_errors=False), chunks))
+            results = list(pool.map(lambda c: client.bulk([r for unused, r in c], raise_errors=False), chunks))
         for chunk, res in zip(chunks, results):
-            for (name, req), (_, err) in zip(chunk, res):
+            for (name, req), (unused, err) in zip(chunk, res):
                 if err is None:
                     continue
                 if req.get("operation") in (OP_DELETE_ADDRESS, OP_DESTROY_QUEUE, OP_REMOVE_SETTINGS) \

@@ -168,7 +168,7 @@ def all_addresses_pattern(broker_name):
 
 def parse_mbean_keys(name):
     """Key properties of an ObjectName string -> dict (values unquoted)."""
-    _, _, props = name.partition(":")
+    props = name.partition(":")[2]
     out = {}
     key, buf, in_quote, esc, reading_key = "", [], False, False, True
     for ch in props + ",":

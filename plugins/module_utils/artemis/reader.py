@@ -212,7 +212,7 @@ def read_live(client, broker_name):
     unknown = without_own_queue(routing, queues)
     if unknown:
         reqs = [client.read_request(_client.address_mbean(broker_name, a), "RoutingTypes") for a in unknown]
-        for a, (value, _) in zip(unknown, client.bulk(reqs, raise_errors=False)):
+        for a, (value, unused) in zip(unknown, client.bulk(reqs, raise_errors=False)):
             routing[a] = value or []
     return broker, live_entries(routing, queues)
 
@@ -224,6 +224,6 @@ def read_settings(client, broker_name, names):
     names = list(names)
     reqs = [client.exec_request(mbean, OP_GET_SETTINGS, n) for n in [SETTINGS_PROBE] + names]
     out = {}
-    for n, (value, _) in zip([None] + names, client.bulk(reqs)):
+    for n, (value, unused) in zip([None] + names, client.bulk(reqs)):
         out[n] = json.loads(value) if value else {}
     return out

@@ -218,7 +218,7 @@ def address_info(service, ledger, catalogue, names=None, include_unowned=True):
     """Live addresses of the space (owned ones always, others if asked), each
     a plain address with ``status``; owned addresses missing on the broker
     are listed with phase Pending."""
-    _, live = service.read()
+    unused, live = service.read()
     owned = ledger.addresses
     wanted = None if not names else set(names)
     picked = []
@@ -340,8 +340,8 @@ def delete_space(service, ledger, name, catalogue, force=False, check_mode=False
     names = sorted(owned)
     changes = Changes()
     if names:
-        _, live = service.read()
-        changes, _ = diff_against_live(service, live, owned, [], names, catalogue, force)
+        unused, live = service.read()
+        changes, unused = diff_against_live(service, live, owned, [], names, catalogue, force)
     errors = _apply.commit(service, ledger, changes, check_mode)
     if errors:
         raise _apply.failed(errors, changes)

@@ -20,6 +20,7 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.client i
 from ansible_collections.enmasse.messaging.plugins.module_utils.connection import DEFAULT_TIMEOUT
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.schema import ADDRESS_TYPES, ADDRESSES, BROKER, INFRA_SPACE, NODES, row, to_int
 
+
 def utcnow():
     return datetime.datetime.now(datetime.timezone.utc)
 
@@ -205,12 +206,12 @@ def parse_artemis(replies, conn, infra, ts, address_info=None, disk_total=None):
             disk_used = int(usage * disk_total)
         disk_max = int(disk_total * (max_pct if max_pct and 0 < max_pct <= 100 else 100) / 100.0)
     nodes = [row(NODES, ts=ts, infra=infra, address_space=node_space, node=node, node_kind=BROKER,
-                  memory_used=to_int(broker.get("AddressMemoryUsage")),
-                  memory_max=to_int(broker.get("GlobalMaxSize")),
-                  disk_used=disk_used, disk_max=disk_max,
-                  connections=to_int(broker.get("ConnectionCount")),
-                  links=to_int(broker.get("TotalConsumerCount")),
-                  uptime_ms=to_int(broker.get("UptimeMillis")))]
+                 memory_used=to_int(broker.get("AddressMemoryUsage")),
+                 memory_max=to_int(broker.get("GlobalMaxSize")),
+                 disk_used=disk_used, disk_max=disk_max,
+                 connections=to_int(broker.get("ConnectionCount")),
+                 links=to_int(broker.get("TotalConsumerCount")),
+                 uptime_ms=to_int(broker.get("UptimeMillis")))]
     return rows, nodes
 
 

@@ -23,6 +23,7 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.model.schema imp
 from ansible_collections.enmasse.messaging.plugins.module_utils.redact import redact_url
 from ansible_collections.enmasse.messaging.plugins.module_utils.router.client import DEFAULT_PAGE, ROUTER_PREFIXES, RouterManagement
 
+
 def summarize(address_rows, node_rows):
     """What a collection saw, per address space and node (for the module's
     result and the collector's log line)."""
@@ -36,7 +37,7 @@ def summarize(address_rows, node_rows):
             s["persistent_bytes"] += r["persistent_size"] or 0
         s["consumers"] += r["consumer_count"] or 0
     nodes = [dict((k, r[k]) for k in ("address_space", "node", "node_kind", "memory_used", "memory_max",
-                                       "disk_used", "disk_max", "connections", "links", "uptime_ms"))
+                                      "disk_used", "disk_max", "connections", "links", "uptime_ms"))
              for r in node_rows]
     return {"address_spaces": spaces, "nodes": nodes}
 
@@ -185,7 +186,7 @@ def broker_connections(params):
         bad = [k for k in SINGLE_SPACE_OPTIONS if p.get(k)]
         if bad:
             raise ConfigError("%s name one broker: give a single address_space with them"
-                                      % ", ".join(bad))
+                              % ", ".join(bad))
     conn_params = dict((k, p.get(k)) for k in CONNECTION_ARGS)
     if not conn_params["connection_file"] and p["spaces_dir"]:
         # the spaces directory may be moved (tests, non-default layouts)
@@ -255,7 +256,7 @@ def run(params, check_mode=False, clock=utcnow, on_connection=None):
     router = router_settings(p)
     if not brokers and not router:
         raise ConfigError("nothing to sample: no address space (connection files in %s) and no router_url"
-                                  % p["spaces_dir"])
+                          % p["spaces_dir"])
     result = collect(brokers, p["infra"], store=p["store"], router=router, check_mode=check_mode, clock=clock)
     sampled = result["samples"][ADDRESSES] + result["samples"][NODES]
     result["changed"] = bool(result["files"]) or (check_mode and sampled > 0)

@@ -110,7 +110,7 @@ def router_rows(router, addresses, links, connections, infra, ts, spaces, defaul
     for link in links:
         if link.get("linkType") != "endpoint":
             continue
-        tgt, _ = target(link.get("owningAddr") or "")
+        tgt, unused = target(link.get("owningAddr") or "")
         if tgt is None or tgt not in per:
             continue
         per[tgt]["links"] += 1
@@ -128,16 +128,16 @@ def router_rows(router, addresses, links, connections, infra, ts, spaces, defaul
             else:
                 a_type = "anycast"
         rows.append(row(ADDRESSES, ts=ts, infra=infra, address_space=space, address=addr,
-                         address_type=a_type, plan=meta.get("plan"), node=node, node_kind=ROUTER,
-                         message_count=acc["held"], consumer_count=acc["phases"][max(acc["phases"])],
-                         deliveries_ingress=max(acc["in"], 0), deliveries_egress=max(acc["out"], 0),
-                         links=acc["links"]))
+                        address_type=a_type, plan=meta.get("plan"), node=node, node_kind=ROUTER,
+                        message_count=acc["held"], consumer_count=acc["phases"][max(acc["phases"])],
+                        deliveries_ingress=max(acc["in"], 0), deliveries_egress=max(acc["out"], 0),
+                        links=acc["links"]))
     uptime = to_int(router.get("uptimeSeconds"))
     nodes = [row(NODES, ts=ts, infra=infra, address_space=INFRA_SPACE, node=node, node_kind=ROUTER,
-                  memory_used=to_int(router.get("memoryUsage")), memory_max=to_int(memory_max),
-                  connections=len(connections) if connections is not None else to_int(router.get("connectionCount")),
-                  links=to_int(router.get("linkCount")) if router.get("linkCount") is not None else len(links),
-                  uptime_ms=uptime * 1000 if uptime is not None else None)]
+                 memory_used=to_int(router.get("memoryUsage")), memory_max=to_int(memory_max),
+                 connections=len(connections) if connections is not None else to_int(router.get("connectionCount")),
+                 links=to_int(router.get("linkCount")) if router.get("linkCount") is not None else len(links),
+                 uptime_ms=uptime * 1000 if uptime is not None else None)]
     return rows, nodes, dropped
 
 

@@ -27,6 +27,7 @@ except ImportError as _e:  # pragma: no cover - depends on the host
     HAS_PYARROW = False
     PYARROW_IMPORT_ERROR = _e
 
+
 def arrow_schema(kind):
     """The pyarrow schema of ``kind``, as stored in every file (the
     partition column ``address_space`` is in the file and in its path)."""
@@ -84,7 +85,7 @@ def write_rows(store, kind, rows, fs=None):
     schema = arrow_schema(kind)
     atomic_put = fs.type_name in ("s3", "gcs")
     paths = []
-    for _, part in sorted(group_rows(rows).items()):
+    for unused, part in sorted(group_rows(rows).items()):
         directory = partition_dir(root, kind, part[0]["ts"], part[0]["address_space"])
         fs.create_dir(directory, recursive=True)
         final = "%s/%s" % (directory, part_name(part[0]["ts"]))

@@ -175,7 +175,7 @@ def place(items, brokers=None, limits=None, capacity=1.0, new_broker_name=None):
         n = partitions_for(item.broker, item.partitions)
         share = item.broker / n
         chosen = []
-        for _ in range(n):
+        for unused in range(n):
             target = None
             for b, used in result.brokers.items():
                 if b in chosen:

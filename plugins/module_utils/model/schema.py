@@ -12,7 +12,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-
 INFRA_SPACE = "_infra"
 ADDRESSES = "addresses"
 NODES = "nodes"
@@ -63,7 +62,7 @@ ADDRESS_TYPES = ("queue", "topic", "subscription", "anycast", "multicast", "dead
 
 def field_names(kind):
     """The column names of ``kind``, in order."""
-    return [n for n, _ in SCHEMAS[kind]]
+    return [n for n, unused in SCHEMAS[kind]]
 
 
 def row(kind, **values):

@@ -116,7 +116,10 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
         if not isinstance(a, dict):
             errs.append("addresses[%d]: %s must be a mapping" % (i, _fmt(a)))
             continue
-        f = lambda k: _addr_field(i, a, k)  # noqa: E731
+
+        def f(k, i=i, a=a):
+            return _addr_field(i, a, k)
+
         for k in a:
             if k not in ADDRESS_KEYS and k != "address_space":
                 errs.append("%s: unknown field, allowed fields are %s" % (f(k), ", ".join(ADDRESS_KEYS)))
@@ -193,7 +196,7 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
                                 % (f(key), _fmt(wv), _fmt(hv), key))
 
     if check_quota and not errs and splan:
-        msgs, _ = quota_check(space, splan, addresses, catalogue)
+        msgs, unused = quota_check(space, splan, addresses, catalogue)
         errs.extend(msgs)
     return errs
 
