@@ -106,6 +106,16 @@ options:
       - Mutually exclusive with the single-form options.
     type: list
     elements: dict
+  src:
+    description:
+      - Bulk form, from a file. A YAML or JSON file holding the list of addresses (as in O(addresses)),
+        or a mapping with an C(addresses) list (a vars file works).
+      - The file is on the controller, found like the C(src) of M(ansible.builtin.copy) (the role's or
+        playbook's C(files/) first). It is read as data, not templated, sent to the managed host as
+        JSON and read there, so a list of thousands of addresses costs neither templating nor an echo
+        in the task's C(invocation).
+      - Mutually exclusive with O(addresses) and the single-form options.
+    type: path
   prune:
     description:
       - Bulk form. Delete the owned addresses of the address space that are not listed in
@@ -123,7 +133,7 @@ options:
       - Which addresses the result lists in RV(addresses).
       - V(all) lists every address named in the task, V(changed) only those created, updated or
         deleted (or that would be, in check mode), V(none) none at all (RV(changes) still names them).
-      - Default V(changed) in the bulk form (O(addresses)), where echoing thousands of unchanged
+      - Default V(changed) in the bulk form (O(addresses) or O(src)), where echoing thousands of unchanged
         addresses costs the controller more than converging them; V(all) in the single form.
     type: str
     choices: [all, changed, none]
@@ -265,6 +275,7 @@ from ansible_collections.enmasse.messaging.plugins.module_utils import args, run
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import (
     REPORT_CHOICES, converge_addresses, open_space)
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError
+from ansible_collections.enmasse.messaging.plugins.module_utils.input_files import read_addresses_file
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import address_inputs
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.plans import Catalogue
 
@@ -281,16 +292,20 @@ OPTIONS = dict(
     subscription=dict(type="dict"),
     definition=dict(type="dict"),
     addresses=dict(type="list", elements="dict"),
+    src=dict(type="path"),
     prune=dict(type="bool", default=False),
     return_addresses=dict(type="str", choices=list(REPORT_CHOICES)),
     state=args.STATE_ARG,
     force=args.FORCE_ARG,
     plans=args.PLANS_ARG,
 )
+MUTUALLY_EXCLUSIVE = [("src", name) for name in ("addresses", "definition", "address")]
 
 
 def converge(module):
     p = module.params
+    if p["src"] is not None:  # a copy: the invocation echoes module.params
+        p = dict(p, addresses=read_addresses_file(p["src"]))
     conn, ledger, space, service = open_space(p, p["address_space"], runner.secret_hider(module))
     if not space["plan"]:
         raise ConfigError(
@@ -307,7 +322,7 @@ def converge(module):
 
 
 def main():
-    runner.main(OPTIONS, converge)
+    runner.main(OPTIONS, converge, mutually_exclusive=MUTUALLY_EXCLUSIVE)
 
 
 if __name__ == "__main__":

@@ -189,3 +189,35 @@ def test_hand_made_address_is_never_pruned_or_deleted(space):
     assert listed["handmade"]["status"]["owned"] is False
     hidden = space.run("address_info", include_unowned=False)
     assert "handmade" not in [a["address"] for a in hidden["addresses"]]
+
+
+def test_src_file_through_ansible_playbook(space, tmp_path):
+    """``src``: the list is a YAML file on the controller; the action plugin
+    sends it to the host as JSON, the module converges it, and the task's
+    invocation does not echo the list."""
+    space.converge([DLQ])
+    listing = tmp_path / "addresses.yml"
+    listing.write_text("addresses:\n" + "".join(
+        "  - {address: src-%d, type: queue, plan: brokered-queue, deadletter: dlq}\n" % i for i in range(3))
+        + "  - {address: dlq, type: deadletter, plan: brokered-deadletter}\n")
+    task = {"name": "from src", "enmasse.messaging.address": {
+        "connection_file": space.connection_file, "address_space": space.name, "src": str(listing)}}
+    first = helpers.run_playbook([task])
+    assert first.rc == 0, first
+    res = first.task("from src")
+    assert res["changed"] and sorted(res["changes"]["created"]) == ["src-0", "src-1", "src-2"]
+    assert "addresses" not in res["invocation"]["module_args"] or not res["invocation"]["module_args"]["addresses"]
+    assert "src-0" not in json.dumps(res["invocation"])
+    assert {"src-0", "src-1", "src-2"} <= set(space.broker.address_names())
+    assert space.broker.address_settings("src-1")["deadLetterAddress"] == "dlq"
+    again = helpers.run_playbook([task])
+    assert again.rc == 0 and not again.task("from src")["changed"], again
+
+    both = dict(task, **{"enmasse.messaging.address": dict(task["enmasse.messaging.address"], addresses=[DLQ])})
+    refused = helpers.run_playbook([both])
+    assert refused.rc != 0 and "src" in refused.task("from src")["msg"]
+    bad = tmp_path / "bad.yml"
+    bad.write_text("just: a mapping\n")
+    wrong = {"name": "from src", "enmasse.messaging.address": dict(task["enmasse.messaging.address"], src=str(bad))}
+    refused = helpers.run_playbook([wrong])
+    assert refused.rc != 0 and "must hold a list of addresses" in refused.task("from src")["msg"]

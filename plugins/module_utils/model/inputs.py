@@ -96,3 +96,4 @@ def space_input(params, ledger_space, conn):
     if space.get("type") is None:
         space["type"] = "brokered"
     return space
+

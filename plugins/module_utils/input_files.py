@@ -1,0 +1,31 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Module input read from files on the managed host (the bulk ``src``)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError
+
+
+def read_addresses_file(path):
+    """The address list of the JSON file at ``path`` (the action plugin
+    writes it from the task's ``src``): a list, or a mapping with an
+    ``addresses`` list."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (IOError, OSError) as e:
+        raise ConfigError("src: cannot read %s: %s" % (path, e))
+    except ValueError as e:
+        raise ConfigError("src: %s is not JSON (%s); the action plugin converts YAML on the controller" % (path, e))
+    if isinstance(data, dict) and "addresses" in data:
+        data = data["addresses"]
+    if not isinstance(data, list):
+        raise ConfigError("src: %s must hold a list of addresses or a mapping with an addresses list, not %s"
+                          % (path, type(data).__name__))
+    return data
