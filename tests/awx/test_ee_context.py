@@ -73,10 +73,11 @@ def installed(context, tmp_path_factory):
     dest = str(tmp_path_factory.mktemp("ee-collections"))
     env = _env()
     env["ANSIBLE_GALAXY_DISABLE_GPG_VERIFY"] = "1"
-    # as in the image: the checkout is not already installed somewhere
-    env.pop("ANSIBLE_COLLECTIONS_PATH", None)
+    # as in the image: no other copy of the collection (the checkout, or one
+    # in ~/.ansible/collections) counts as installed
+    env["ANSIBLE_COLLECTIONS_PATH"] = dest
     env.pop("ANSIBLE_COLLECTIONS_PATHS", None)
-    proc = subprocess.run(["ansible-galaxy", "collection", "install", "-r", "requirements.yml",
+    proc = subprocess.run(["ansible-galaxy", "collection", "install", "--force", "-r", "requirements.yml",
                            "--collections-path", dest],
                           cwd=os.path.join(context, "_build"), env=env, capture_output=True, text=True,
                           check=False, timeout=300)

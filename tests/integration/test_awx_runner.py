@@ -81,10 +81,11 @@ def write_job(pdd, tarball, spaces_dir, extravars):
     # what a project sync does with collections/requirements.yml
     with open(os.path.join(collections, "requirements.yml"), "w") as f:
         yaml.safe_dump({"collections": [{"name": tarball, "type": "file"}]}, f)
-    env = dict(os.environ, PATH=_path_env())
-    env.pop("ANSIBLE_COLLECTIONS_PATH", None)
-    proc = subprocess.run(["ansible-galaxy", "collection", "install", "-r", os.path.join(collections, "requirements.yml"),
-                           "-p", collections], env=env, capture_output=True, text=True, check=False, timeout=300)
+    # only the project's collections count (not a copy in ~/.ansible/collections)
+    env = dict(os.environ, PATH=_path_env(), ANSIBLE_COLLECTIONS_PATH=collections)
+    proc = subprocess.run(["ansible-galaxy", "collection", "install", "--force",
+                           "-r", os.path.join(collections, "requirements.yml"), "-p", collections],
+                          env=env, capture_output=True, text=True, check=False, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert os.path.isfile(os.path.join(collections, "ansible_collections", "enmasse", "messaging", "MANIFEST.json"))
     with open(os.path.join(pdd, "inventory", "hosts"), "w") as f:
