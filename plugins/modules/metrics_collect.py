@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: metrics_collect
 short_description: Sample broker and router metrics into the capacity-planning store
-version_added: "1.0.0"
+version_added: "0.1.0"
 description:
   - Takes one sample of every queue, topic and broker of the given brokered address
     spaces (one Jolokia bulk request per broker) and, when O(router_url) is set, of a
