@@ -1,0 +1,50 @@
+"""The layout's dependency rules (docs/architecture.md), checked on the code:
+the model is pure, the metrics collector does not load the converger, only
+the runner imports Ansible."""
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MU = "ansible_collections.enmasse.messaging.plugins.module_utils"
+
+
+def loaded_after(module):
+    """Names in sys.modules after importing ``module`` in a fresh interpreter."""
+    code = "import sys, importlib; importlib.import_module(%r); print('\\n'.join(sorted(sys.modules)))" % module
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
+    assert out.returncode == 0, out.stderr
+    return set(out.stdout.split())
+
+
+@pytest.mark.parametrize("name", ["names", "documents", "inputs", "validation", "plans", "placement", "schema"])
+def test_model_is_pure(name):
+    loaded = loaded_after("%s.model.%s" % (MU, name))
+    mine = sorted(m for m in loaded if m.startswith(MU + ".") and not m.startswith((MU + ".model", MU + ".errors")))
+    assert mine == [], "model.%s loads %s" % (name, mine)
+    io = sorted(m for m in loaded if m.split(".")[0] in ("ansible", "socket", "urllib", "http", "pyarrow", "proton"))
+    assert io == [], "model.%s loads %s" % (name, io)
+
+
+def test_metrics_collector_does_not_load_the_converger():
+    loaded = loaded_after(MU + ".metrics.collect")
+    for part in ("service", "diff", "apply", "settings", "reader"):
+        assert "%s.artemis.%s" % (MU, part) not in loaded
+    assert not any(m.split(".")[0] == "ansible" for m in loaded)
+
+
+def test_only_the_runner_imports_ansible():
+    root = os.path.join(REPO, "plugins", "module_utils")
+    offenders = []
+    for path in glob.glob(os.path.join(root, "**", "*.py"), recursive=True):
+        if os.path.basename(path) == "runner.py":
+            continue
+        with open(path) as f:
+            for line in f:
+                if line.startswith(("from ansible.", "import ansible")):
+                    offenders.append("%s: %s" % (os.path.relpath(path, REPO), line.strip()))
+    assert offenders == []
