@@ -82,7 +82,7 @@ def broker_placement(address_spaces, brokers):
             brokered.append((i, space))
     if brokered and not brokers:
         errors.append("groups['brokers'] is empty: the brokered address spaces %s need a broker host"
-                      % ", ".join(fmt(s.get("name")) for _, s in brokered))
+                      % ", ".join(fmt(pair[1].get("name")) for pair in brokered))
     for i, space in brokered:
         host = space.get("broker_host")
         if host is not None and host not in out:
@@ -94,10 +94,11 @@ def broker_placement(address_spaces, brokers):
     def keep(space):
         return dict((k, v) for k, v in space.items() if k in ROLE_KEYS)
 
-    for _, space in brokered:
+    spaces = [pair[1] for pair in brokered]
+    for space in spaces:
         if space.get("broker_host") is not None:
             out[space["broker_host"]].append(keep(space))
-    for _, space in brokered:
+    for space in spaces:
         if space.get("broker_host") is None:
             host = min(brokers, key=lambda h: (len(out[h]), brokers.index(h)))
             out[host].append(keep(space))
