@@ -1,0 +1,110 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that apply the model's rules (module_utils/model) to variables.
+
+* ``space_name_errors``: the address space name rule (model/names.py);
+* ``address_spaces_errors``: the ``address_spaces`` variable of
+  playbooks/site.yml, whole: every space and address against the plan
+  catalogue (model/validation.py), plus the keys site.yml adds for placement.
+
+Both return a list of messages (empty = valid), each naming the field, the
+value and the rule, so that an ``assert`` can print them all at once. The
+documentation of each filter is in the sidecar ``<filter>.yml``."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import EnmasseError
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import fmt, space_name_errors as _space_name_errors
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.plans import Catalogue
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.validation import (
+    validate_address_space, validate_addresses)
+
+# keys of an address space in site.yml's address_spaces beyond the model's
+SITE_KEYS = ("broker_host", "port_offset", "broker_name", "java_memory", "global_max_size")
+# the space types site.yml deploys today (standard needs the router network)
+DEPLOYED_TYPES = ("brokered",)
+
+
+def space_name_errors(name, field="name"):
+    """Every violation of the address space name rule, as messages."""
+    if not isinstance(field, str):
+        raise AnsibleFilterError("space_name_errors: field: %s must be a string" % fmt(field))
+    return _space_name_errors(name, field)
+
+
+def _site_key_errors(space, where, brokers):
+    errs = []
+    host = space.get("broker_host")
+    if host is not None and brokers is not None and host not in brokers:
+        errs.append("%s.broker_host: %s is not a host of the group brokers (%s)"
+                    % (where, fmt(host), ", ".join(brokers) or "the group is empty"))
+    offset = space.get("port_offset")
+    if offset is not None and (not isinstance(offset, int) or isinstance(offset, bool) or offset < 0):
+        errs.append("%s.port_offset: %s must be an integer >= 0" % (where, fmt(offset)))
+    for key in ("broker_name", "java_memory", "global_max_size"):
+        value = space.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            errs.append("%s.%s: %s must be a non-empty string" % (where, key, fmt(value)))
+    return errs
+
+
+def address_spaces_errors(address_spaces, plans=None, brokers=None):
+    """Every error in site.yml's ``address_spaces`` (empty list = valid).
+
+    ``plans``: extra plans (``enmasse_plans``), merged over the default
+    catalogue as the modules do. ``brokers``: the hosts of the group brokers,
+    to check ``broker_host``."""
+    if address_spaces is None:
+        return []
+    if not isinstance(address_spaces, list):
+        return ["address_spaces: %s must be a list of address spaces" % fmt(address_spaces)]
+    if brokers is not None and (not isinstance(brokers, list) or not all(isinstance(h, str) for h in brokers)):
+        raise AnsibleFilterError("address_spaces_errors: brokers: %s must be a list of host names" % fmt(brokers))
+    try:
+        catalogue = Catalogue.from_data(plans or None)
+    except EnmasseError as e:
+        return ["enmasse_plans: %s" % e]
+    errors = []
+    seen = {}
+    for i, space in enumerate(address_spaces):
+        where = "address_spaces[%d]" % i
+        if not isinstance(space, dict):
+            errors.append("%s: %s must be a mapping" % (where, fmt(space)))
+            continue
+        name = space.get("name")
+        if isinstance(name, str) and name:
+            where = "%s(%s)" % (where, name)
+            if name in seen:
+                errors.append("%s.name: %s is listed twice (also at address_spaces[%d]); address space "
+                              "names must be unique" % (where, fmt(name), seen[name]))
+            seen.setdefault(name, i)
+        model_space = dict((k, v) for k, v in space.items() if k not in SITE_KEYS and k != "addresses")
+        errors.extend(validate_address_space(model_space, catalogue, field=where))
+        stype = space.get("type")
+        if stype == "standard":
+            errors.append("%s.type: %s is not deployed by site.yml yet (it needs the router network); "
+                          "use one of %s" % (where, fmt(stype), ", ".join(DEPLOYED_TYPES)))
+        errors.extend(_site_key_errors(space, where, brokers))
+        addresses = space.get("addresses", [])
+        if addresses is None:
+            addresses = []
+        # addresses are checked against a space whose type and plan the model
+        # accepts (a bad name alone does not hide the errors in the addresses)
+        if not validate_address_space(dict(model_space, name="x"), catalogue):
+            errors.extend("%s.%s" % (where, e) for e in validate_addresses(model_space, addresses, catalogue))
+    return errors
+
+
+class FilterModule(object):
+    """enmasse.messaging model filters."""
+
+    def filters(self):
+        return {
+            "space_name_errors": space_name_errors,
+            "address_spaces_errors": address_spaces_errors,
+        }

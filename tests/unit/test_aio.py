@@ -1,0 +1,216 @@
+"""scripts/aio.sh, inventories/aio and playbooks/site.yml as a user meets them.
+
+Fast: real ansible-playbook runs that touch no host (playbooks/inputs.yml, a
+template rendered on the controller), and aio.sh with stub commands (podman,
+ansible-playbook, python3) that record what it would run."""
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+TWO_SPACES = textwrap.dedent("""\
+    address_spaces:
+      - {name: demo, type: brokered, plan: brokered-single-broker,
+         addresses: [{address: orders, type: queue, plan: brokered-queue}]}
+      - {name: second, type: brokered, plan: brokered-single-broker}
+    """)
+
+
+def _env(**extra):
+    env = dict(os.environ)
+    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+    env["ANSIBLE_NOCOLOR"] = "1"
+    env.update(extra)
+    return env
+
+
+def _run(argv, env=None, timeout=300):
+    return subprocess.run(argv, cwd=REPO, env=env or _env(), stdout=subprocess.PIPE, check=False,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=timeout)
+
+
+# ---------------------------------------------------------------- bad variables
+def test_site_refuses_bad_variables_before_any_role_runs(tmp_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text(textwrap.dedent("""\
+        address_spaces:
+          - {name: Demo_1, type: brokered, plan: brokered-single-broker}
+          - {name: shop, type: brokerd, plan: brokered-single-broker}
+          - {name: ok, type: brokered, plan: brokered-single-broker,
+             addresses: [{address: orders, type: queue, plan: brokered-queu}]}
+        """))
+    # --check: even a regression could not change this machine
+    r = _run(["ansible-playbook", "-i", "inventories/aio", "playbooks/site.yml", "--check", "-e", "@%s" % bad])
+    assert r.returncode != 0, r.stdout
+    out = r.stdout
+    # field, value and rule of every error, in one failure
+    assert "address_spaces[0](Demo_1).name: 'Demo_1' must consist of lowercase letters" in out, out
+    assert "address_spaces[1](shop).type: 'brokerd' must be one of" in out, out
+    assert "address_spaces[2](ok).addresses[0](orders).plan: 'brokered-queu' is not a known address plan" in out, out
+    # ... before the broker role: its play never started, no fact was gathered
+    assert "PLAY [Brokers" not in out, out
+    assert "Gathering Facts" not in out, out
+
+
+# ---------------------------------------------------------------- ports: bind, every instance
+def test_aio_print_ports_publishes_every_instance(tmp_path):
+    two = tmp_path / "two.yml"
+    two.write_text(TWO_SPACES)
+    r = _run(["bash", "scripts/aio.sh", "--print-ports", "--", "-e", "@%s" % two])
+    assert r.returncode == 0, r.stdout
+    ports = set(int(p) for p in r.stdout.strip().splitlines()[-1].split())
+    first = {5672, 61616, 61617, 61613, 1883}
+    assert ports == first | set(p + 100 for p in first), r.stdout
+    assert 8161 not in ports and 8261 not in ports   # Jolokia is never published
+
+
+def test_aio_brokers_listen_where_the_inventory_says_and_advertise_reachable_endpoints(tmp_path):
+    """broker.xml and the endpoints of both instances, rendered for the aio host."""
+    two = tmp_path / "two.yml"
+    two.write_text(TWO_SPACES)
+    out = tmp_path / "render.json"
+    play = tmp_path / "render.yml"
+    play.write_text(textwrap.dedent("""\
+        - name: Inputs
+          ansible.builtin.import_playbook: {repo}/playbooks/inputs.yml
+        - name: Render
+          hosts: brokers
+          gather_facts: false
+          tasks:
+            - name: The role's layout, with its defaults and the inventory
+              ansible.builtin.import_role:
+                name: enmasse.messaging.broker
+                tasks_from: layout
+            - name: Render broker.xml of each instance on the controller
+              ansible.builtin.set_fact:
+                __rendered: >-
+                  {{{{ (__rendered | default([]))
+                     + [lookup('ansible.builtin.template', '{repo}/roles/broker/templates/broker.xml.j2',
+                               template_vars={{'__space': item}})] }}}}
+              loop: "{{{{ __broker_spaces }}}}"
+            - name: Write them with the endpoints
+              ansible.builtin.copy:
+                dest: {out}
+                mode: "0600"
+                content: "{{{{ {{'xml': __rendered, 'endpoints': __broker_spaces | map(attribute='endpoints') | list}} | to_json }}}}"
+              delegate_to: localhost
+        """.format(repo=REPO, out=out)))
+    r = _run(["ansible-playbook", "-i", "inventories/aio", str(play), "-e", "@%s" % two])
+    assert r.returncode == 0, r.stdout
+    data = json.loads(out.read_text())
+    xml_demo, xml_second = data["xml"]
+    # the client acceptors listen on loopback only (inventories/aio), on each instance's ports
+    assert '<acceptor name="amqp">tcp://127.0.0.1:5672?' in xml_demo
+    assert '<acceptor name="amqp">tcp://127.0.0.1:5772?' in xml_second
+    assert '<acceptor name="mqtt">tcp://127.0.0.1:1983?' in xml_second
+    assert "0.0.0.0" not in xml_demo + xml_second
+    # the second space advertises its own ports (published 1:1 by aio.sh) on 127.0.0.1
+    eps = dict((e["name"], (e["host"], e["port"])) for e in data["endpoints"][1])
+    assert eps["amqp"] == ("127.0.0.1", 5772) and eps["core"] == ("127.0.0.1", 61716)
+
+
+# ---------------------------------------------------------------- aio.sh with stub commands
+STUB = """#!/bin/bash
+echo "$(basename "$0") $*" >> "$STUB_LOG"
+case "$(basename "$0")" in
+  ansible-playbook)
+    for a in "$@"; do case "$a" in enmasse_ports_file=*) printf 'aio 5672\\naio 5772\\n' > "${a#enmasse_ports_file=}" ;; esac; done
+    echo "PLAY RECAP"; echo "aio : ok=1 changed=0 failed=0" ;;
+  podman)
+    if [ "$1 $2" = "container inspect" ]; then
+      case "$*" in *State.Status*) echo "${STUB_PODMAN_STATE:-running}" ;; *) echo "5672/tcp 5772/tcp" ;; esac
+    elif [ "$1" = exec ]; then echo running; fi ;;
+  image-builder) echo localhost/stub:image ;;
+  python3)
+    # python3 -m venv DIR: a fake venv whose python installs a fake ansible
+    if [ "$1 $2" = "-m venv" ]; then
+      mkdir -p "$3/bin"; cp "$0" "$3/bin/python"; echo "$3" > "$3/bin/.venv-dir"
+    fi ;;
+  python)
+    d="$(dirname "$0")"
+    case "$*" in *"pip install"*ansible*) for t in ansible-playbook ansible-galaxy; do cp "$0" "$d/$t"; done ;; esac ;;
+esac
+exit 0
+"""
+
+
+@pytest.fixture
+def stubs(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("aio.sh's container target runs as root")
+    sb = tmp_path / "bin"
+    sb.mkdir()
+    for name in ("ansible-playbook", "ansible-galaxy", "podman", "image-builder", "dpkg", "apt-get", "mvn"):
+        p = sb / name
+        p.write_text(STUB)
+        p.chmod(p.stat().st_mode | stat.S_IEXEC)
+    home = tmp_path / "home"
+    archive = home / ".m2/repository/org/apache/activemq/apache-artemis/2.40.0/apache-artemis-2.40.0-bin.tar.gz"
+    archive.parent.mkdir(parents=True)
+    archive.write_text("stub")
+    log = tmp_path / "calls.log"
+    log.write_text("")
+    env = dict(os.environ, PATH="%s:/usr/bin:/bin" % sb, HOME=str(home), STUB_LOG=str(log),
+               ENMASSE_AIO_TARGET="container", ENMASSE_AIO_IMAGE_BUILDER=str(sb / "image-builder"),
+               ENMASSE_VENV=str(tmp_path / "venv"))
+    return env, log, sb
+
+
+def test_aio_check_run_does_not_say_deployed(stubs):
+    env, log = stubs[:2]
+    r = _run(["bash", "scripts/aio.sh", "--", "--check", "--diff"], env=env)
+    assert r.returncode == 0, r.stdout
+    assert "deployed" not in r.stdout, r.stdout
+    assert "check run" in r.stdout and "nothing was changed" in r.stdout, r.stdout
+    r = _run(["bash", "scripts/aio.sh"], env=env)
+    assert r.returncode == 0 and "deployed in" in r.stdout, r.stdout
+
+
+def test_aio_uninstall_builds_no_image_and_says_what_it_leaves(stubs):
+    env, log = stubs[:2]
+    r = _run(["bash", "scripts/aio.sh", "--uninstall"], env=env)
+    assert r.returncode == 0, r.stdout
+    calls = log.read_text()
+    assert "image-builder" not in calls, calls
+    assert "podman rm -f enmasse-aio" in calls and "uninstall.yml" in calls, calls
+    for kept in ("credentials/", "apache-artemis-2.40.0-bin.tar.gz", "podman image", "broker_uninstall_remove_home"):
+        assert kept in r.stdout, r.stdout
+    # no container at all: nothing built either, still says what is left
+    log.write_text("")
+    r = _run(["bash", "scripts/aio.sh", "--uninstall"], env=dict(env, STUB_PODMAN_STATE="missing"))
+    assert r.returncode == 0 and "nothing to uninstall" in r.stdout and "credentials/" in r.stdout, r.stdout
+    assert "image-builder" not in log.read_text()
+
+
+def test_aio_refuses_an_existing_container_that_misses_ports(stubs, tmp_path):
+    env, log, sb = stubs
+    (sb / "podman").write_text(STUB.replace('echo "5672/tcp 5772/tcp"', 'echo "5672/tcp"'))
+    r = _run(["bash", "scripts/aio.sh"], env=env)
+    assert r.returncode != 0 and "does not publish the ports 5772" in r.stdout, r.stdout
+    assert "site.yml" not in log.read_text()
+
+
+def test_aio_installs_python_packages_only_into_the_project_venv(stubs, tmp_path):
+    env, log, sb = stubs
+    # no ansible on PATH: aio.sh must make a venv and pip install there, never into python3
+    for name in ("ansible-playbook", "ansible-galaxy"):
+        (sb / name).unlink()
+    (sb / "python3").write_text(STUB)
+    (sb / "python3").chmod(0o755)
+    r = _run(["bash", "scripts/aio.sh", "--print-ports"], env=env)
+    assert r.returncode == 0, r.stdout
+    calls = log.read_text().splitlines()
+    venv = env["ENMASSE_VENV"]
+    assert "python3 -m venv %s" % venv in calls, calls
+    pips = [c for c in calls if " pip " in c]
+    assert pips and all(c.startswith("python ") for c in pips), calls   # the venv's python
+    assert not any(c.startswith("python3 -m pip") for c in calls), calls
+    assert os.path.exists(os.path.join(venv, "bin", "ansible-playbook"))

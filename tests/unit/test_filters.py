@@ -1,0 +1,259 @@
+"""The filter plugins of plugins/filter/ (roles and site.yml logic), with bad inputs."""
+import binascii
+import hashlib
+import os
+
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.enmasse.messaging.plugins.filter import broker as fb
+from ansible_collections.enmasse.messaging.plugins.filter import model as fm
+
+pytestmark = pytest.mark.unit
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PORTS = {"amqp": 5672, "core": 61616, "openwire": 61617, "stomp": 61613, "mqtt": 1883, "jolokia": 8161}
+
+
+def _space(name="demo", **kw):
+    d = {"name": name, "type": "brokered", "plan": "brokered-single-broker"}
+    d.update(kw)
+    return d
+
+
+# ------------------------------------------------------------ FilterModule
+def test_filter_modules_export_the_documented_filters():
+    assert set(fb.FilterModule().filters()) == {"artemis_password_hash", "broker_placement", "broker_layout"}
+    assert set(fm.FilterModule().filters()) == {"space_name_errors", "address_spaces_errors"}
+
+
+# ------------------------------------------------------------ artemis_password_hash
+def test_password_hash_is_artemis_pbkdf2_and_deterministic():
+    h = fb.artemis_password_hash("s3cret", "demo-user")
+    assert h == fb.artemis_password_hash("s3cret", "demo-user")
+    iterations, salt, key = h[len("ENC("):-1].split(":")
+    assert iterations == "1024" and len(salt) == 64 and len(key) == 128
+    # recompute independently: PBKDF2-HMAC-SHA1, 64-byte key, the given salt
+    dk = hashlib.pbkdf2_hmac("sha1", b"s3cret", binascii.unhexlify(salt), 1024, 64)
+    assert key == binascii.hexlify(dk).decode().upper()
+
+
+def test_password_hash_is_the_one_the_role_wrote_before():
+    # the former inline python of users.yml: same salt rule, so upgrading the
+    # role does not rewrite artemis-users.properties
+    salt = hashlib.sha256(b"enmasse.messaging:u:p").digest()
+    dk = hashlib.pbkdf2_hmac("sha1", b"p", salt, 1024, 64)
+    want = "ENC(1024:%s:%s)" % (binascii.hexlify(salt).decode().upper(), binascii.hexlify(dk).decode().upper())
+    assert fb.artemis_password_hash("p", "u") == want
+
+
+def test_password_hash_differs_per_user_and_password():
+    assert fb.artemis_password_hash("p", "a") != fb.artemis_password_hash("p", "b")
+    assert fb.artemis_password_hash("p", "a") != fb.artemis_password_hash("q", "a")
+    assert fb.artemis_password_hash("p", "a", iterations=2).startswith("ENC(2:")
+
+
+@pytest.mark.parametrize("password,user,iterations", [
+    ("", "u", 1024), (None, "u", 1024), (123, "u", 1024),
+    ("p", "", 1024), ("p", None, 1024), ("p", "u", 0), ("p", "u", "1024"), ("p", "u", True),
+])
+def test_password_hash_refuses_bad_inputs(password, user, iterations):
+    with pytest.raises(AnsibleFilterError):
+        fb.artemis_password_hash(password, user, iterations)
+
+
+def test_password_hash_error_never_shows_the_password():
+    with pytest.raises(AnsibleFilterError) as e:
+        fb.artemis_password_hash("topsecret", None)
+    assert "topsecret" not in str(e.value)
+
+
+# ------------------------------------------------------------ broker_placement
+def test_placement_round_robin_in_inventory_order():
+    spaces = [_space("a"), _space("b"), _space("c")]
+    out = fb.broker_placement(spaces, ["h1", "h2"])
+    assert [s["name"] for s in out["h1"]] == ["a", "c"]
+    assert [s["name"] for s in out["h2"]] == ["b"]
+
+
+def test_placement_pins_first_then_fewest_spaces():
+    spaces = [_space("a"), _space("b", broker_host="h1"), _space("c", broker_host="h1"), _space("d")]
+    out = fb.broker_placement(spaces, ["h1", "h2", "h3"])
+    assert [s["name"] for s in out["h1"]] == ["b", "c"]
+    assert [s["name"] for s in out["h2"]] == ["a"]
+    assert [s["name"] for s in out["h3"]] == ["d"]
+
+
+def test_placement_keeps_only_role_keys_and_brokered_spaces():
+    spaces = [_space("a", addresses=[{"address": "q"}], port_offset=100, broker_host="h"),
+              {"name": "s", "type": "standard", "plan": "standard-small"}]
+    out = fb.broker_placement(spaces, ["h"])
+    assert out == {"h": [{"name": "a", "type": "brokered", "plan": "brokered-single-broker", "port_offset": 100}]}
+
+
+def test_placement_every_host_is_a_key():
+    assert fb.broker_placement([], ["h1", "h2"]) == {"h1": [], "h2": []}
+    assert fb.broker_placement(None, ["h1"]) == {"h1": []}
+
+
+@pytest.mark.parametrize("spaces,brokers,match", [
+    ([_space("a", broker_host="nope")], ["h1"], r"address_spaces\[0\]\(a\)\.broker_host: 'nope' is not a host"),
+    ([_space("a")], [], r"groups\['brokers'\] is empty"),
+    ("demo", ["h1"], r"address_spaces: 'demo' must be a list"),
+    (["demo"], ["h1"], r"address_spaces\[0\]: 'demo' must be a mapping"),
+    ([_space("a")], "h1", r"brokers: 'h1' must be a list"),
+])
+def test_placement_refuses_bad_inputs(spaces, brokers, match):
+    with pytest.raises(AnsibleFilterError, match=match):
+        fb.broker_placement(spaces, brokers)
+
+
+# ------------------------------------------------------------ broker_layout
+def test_layout_ports_offsets_and_files():
+    out = fb.broker_layout([_space("demo"), _space("second", java_memory="1G")], PORTS,
+                           credentials_dir="/c", instances_dir="/i", endpoint_host="127.0.0.1")
+    assert [s["ports"]["amqp"] for s in out] == [5672, 5772]
+    assert out[1]["ports"] == dict((k, v + 100) for k, v in PORTS.items())
+    assert out[1]["instance_dir"] == "/i/second"
+    assert out[1]["service"] == "artemis@second.service"
+    assert out[1]["messaging_password_file"] == "/c/second-messaging"
+    assert out[1]["management_user"] == "second-admin"
+    assert out[1]["management_url"] == "http://127.0.0.1:8261/console/jolokia"
+    assert out[1]["java_memory"] == "1G" and out[0]["java_memory"] == "512M"
+    eps = dict((e["name"], (e["host"], e["port"])) for e in out[1]["endpoints"])
+    # every client protocol of the second instance, on its own ports; never Jolokia
+    assert eps == {"amqp": ("127.0.0.1", 5772), "core": ("127.0.0.1", 61716), "openwire": ("127.0.0.1", 61717),
+                   "stomp": ("127.0.0.1", 61713), "mqtt": ("127.0.0.1", 1983)}
+
+
+def test_layout_explicit_offset_and_string_numbers():
+    out = fb.broker_layout([_space("a", port_offset="0"), _space("b", port_offset=7)],
+                           dict((k, str(v)) for k, v in PORTS.items()), port_offset_step="100")
+    assert out[0]["ports"]["amqp"] == 5672 and out[1]["ports"]["amqp"] == 5679
+    assert out[0]["broker_name"] == "a" and out[0]["plan"] == "brokered-single-broker"
+
+
+def test_layout_empty():
+    assert fb.broker_layout([], PORTS) == []
+
+
+@pytest.mark.parametrize("spaces,ports,step,match", [
+    ([_space("Demo")], PORTS, 100, r"broker_address_spaces\[0\]\.name: 'Demo' must consist of lowercase"),
+    ([_space("a" * 61)], PORTS, 100, r"at most 60 are allowed"),
+    ([{"type": "brokered"}], PORTS, 100, r"name: None is required"),
+    ([_space("a"), _space("a")], PORTS, 100, r"'a' is listed twice on this host"),
+    ([_space("a", type="standard")], PORTS, 100, r"type: 'standard' must be 'brokered'"),
+    ([_space("a", port_offset=-1)], PORTS, 100, r"port_offset: -1 must be an integer >= 0"),
+    ([_space("a"), _space("b")], PORTS, 0, r"port 5672 \(b amqp\) is also used by a amqp"),
+    ([_space("a", port_offset=0), _space("b", port_offset=0)], PORTS, 100, r"also used by a"),
+    ([_space("a", port_offset=65000)], PORTS, 100, r"above 65535"),
+    ([_space("a")], dict(PORTS, amqp=61616), 100, r"port 61616 \(a core\) is also used by a amqp"),
+    ([_space("a")], dict(PORTS, amqp=0), 100, r"broker_ports.amqp: 0 must be an integer in 1..65535"),
+    ([_space("a")], dict(PORTS, extra=1), 100, r"broker_ports: .* must map exactly"),
+    ([_space("a")], "5672", 100, r"broker_ports: '5672' must map exactly"),
+    ([_space("a")], PORTS, -5, r"broker_port_offset_step: -5"),
+    ("demo", PORTS, 100, r"broker_address_spaces: 'demo' must be a list"),
+    (["demo"], PORTS, 100, r"broker_address_spaces\[0\]: 'demo' must be a mapping"),
+])
+def test_layout_refuses_bad_inputs(spaces, ports, step, match):
+    with pytest.raises(AnsibleFilterError, match=match):
+        fb.broker_layout(spaces, ports, port_offset_step=step)
+
+
+def test_layout_reports_every_error_at_once():
+    with pytest.raises(AnsibleFilterError) as e:
+        fb.broker_layout([_space("Bad"), _space("b", port_offset=-1)], PORTS)
+    assert "'Bad'" in str(e.value) and "port_offset: -1" in str(e.value)
+
+
+# ------------------------------------------------------------ space_name_errors
+@pytest.mark.parametrize("name", ["demo", "a", "a-1", "x" * 60])
+def test_space_name_valid(name):
+    assert fm.space_name_errors(name) == []
+
+
+@pytest.mark.parametrize("name,rule", [
+    ("Demo", "lowercase"), ("1demo", "start with a letter"), ("demo-", "end with a letter"),
+    ("de_mo", "lowercase"), ("x" * 61, "at most 60"), ("", "required"), (None, "required"), (42, "required"),
+])
+def test_space_name_invalid_names_field_value_rule(name, rule):
+    errs = fm.space_name_errors(name, "planner_space")
+    assert errs and all(e.startswith("planner_space: ") for e in errs)
+    assert any(rule in e for e in errs)
+    assert repr(name)[:20] in errs[0]
+
+
+def test_space_name_field_must_be_a_string():
+    with pytest.raises(AnsibleFilterError):
+        fm.space_name_errors("demo", 3)
+
+
+# ------------------------------------------------------------ address_spaces_errors
+def _aio_spaces():
+    with open(os.path.join(REPO, "inventories/aio/group_vars/all.yml")) as f:
+        return yaml.safe_load(f)["address_spaces"]
+
+
+def test_site_errors_accepts_the_shipped_inventories():
+    assert fm.address_spaces_errors(_aio_spaces(), brokers=["aio"]) == []
+    with open(os.path.join(REPO, "inventories/multi/group_vars/all.yml")) as f:
+        multi = yaml.safe_load(f)["address_spaces"]
+    assert fm.address_spaces_errors(multi, brokers=["broker1.example.com", "broker2.example.com"]) == []
+    assert fm.address_spaces_errors(None) == [] and fm.address_spaces_errors([]) == []
+
+
+@pytest.mark.parametrize("mutate,expect", [
+    (lambda s: s[0].update(name="dem_o"), "address_spaces[0](dem_o).name: 'dem_o' must consist of lowercase"),
+    (lambda s: s[0].update(type="brokerd"), "address_spaces[0](demo).type: 'brokerd' must be one of standard, brokered"),
+    (lambda s: s[0].update(type="standard", plan="standard-small"),
+     "address_spaces[0](demo).type: 'standard' is not deployed by site.yml yet"),
+    (lambda s: s[0].update(plan="nope"), "address_spaces[0](demo).plan: 'nope' is not a known address space plan"),
+    (lambda s: s[0].update(colour="red"), "address_spaces[0](demo).colour: unknown field"),
+    (lambda s: s[0].update(broker_host="elsewhere"), "address_spaces[0](demo).broker_host: 'elsewhere' is not a host"),
+    (lambda s: s[0].update(port_offset=-100), "address_spaces[0](demo).port_offset: -100 must be an integer >= 0"),
+    (lambda s: s[0].update(java_memory=""), "address_spaces[0](demo).java_memory: '' must be a non-empty string"),
+    (lambda s: s.append(dict(s[0])), "address_spaces[1](demo).name: 'demo' is listed twice"),
+    (lambda s: s.append("demo"), "address_spaces[1]: 'demo' must be a mapping"),
+    (lambda s: s[0]["addresses"].append({"address": "x", "type": "queue", "plan": "brokered-queu"}),
+     "address_spaces[0](demo).addresses[6](x).plan: 'brokered-queu' is not a known address plan"),
+    (lambda s: s[0]["addresses"].append({"address": "x", "type": "anycast", "plan": "brokered-queue"}),
+     "addresses[6](x).type: 'anycast' must be one of queue, topic, subscription, deadletter"),
+    (lambda s: s[0]["addresses"].append({"address": "x", "type": "queue", "plan": "brokered-queue", "deadletter": "orders"}),
+     "addresses[6](x).deadletter: 'orders' must name an address of type deadletter"),
+    (lambda s: s[0]["addresses"].append({"address": "a b", "type": "queue", "plan": "brokered-queue"}),
+     "addresses[6](a b).address: 'a b' must not contain whitespace"),
+    (lambda s: s[0]["addresses"].append("orders"), "address_spaces[0](demo).addresses[6]: 'orders' must be a mapping"),
+    (lambda s: s[0].update(addresses="orders"), "address_spaces[0](demo).addresses: 'orders' must be a list"),
+])
+def test_site_errors_name_field_value_and_rule(mutate, expect):
+    spaces = _aio_spaces()
+    mutate(spaces)
+    errs = fm.address_spaces_errors(spaces, brokers=["aio"])
+    assert any(expect in e for e in errs), errs
+
+
+def test_site_errors_addresses_checked_even_when_the_name_is_bad():
+    spaces = _aio_spaces()
+    spaces[0]["name"] = "Demo"
+    spaces[0]["addresses"].append({"address": "x", "type": "queue", "plan": "nope"})
+    errs = fm.address_spaces_errors(spaces)
+    assert any(".name:" in e for e in errs) and any("'nope' is not a known address plan" in e for e in errs)
+
+
+def test_site_errors_not_a_list_and_bad_plans():
+    assert fm.address_spaces_errors({"name": "demo"}) == [
+        "address_spaces: {'name': 'demo'} must be a list of address spaces"]
+    errs = fm.address_spaces_errors(_aio_spaces(), plans={"address_plans": [{"name": "x"}]})
+    assert errs and errs[0].startswith("enmasse_plans: ")
+    with pytest.raises(AnsibleFilterError):
+        fm.address_spaces_errors([], brokers="aio")
+
+
+def test_site_errors_extra_plans_are_known():
+    spaces = [_space("demo", plan="my-plan")]
+    plans = {"address_space_plans": [{"name": "my-plan", "address_space_type": "brokered",
+                                      "resource_limits": {"broker": 1.0, "aggregate": 1.0},
+                                      "address_plans": ["brokered-queue"]}]}
+    assert any("'my-plan' is not a known" in e for e in fm.address_spaces_errors(spaces))
+    assert fm.address_spaces_errors(spaces, plans=plans) == []
