@@ -42,7 +42,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q -r requirements-test.txt
   echo "$want" > "$stamp"
 fi
-export PATH="$(pwd)/.venv/bin:$PATH"
+PATH="$(pwd)/.venv/bin:$PATH"
+export PATH
 
 log "artemis ${ARTEMIS_VERSION}: local Maven cache (the roles' offline path)"
 ARTEMIS_TGZ="$HOME/.m2/repository/org/apache/activemq/apache-artemis/${ARTEMIS_VERSION}/apache-artemis-${ARTEMIS_VERSION}-bin.tar.gz"

@@ -96,4 +96,3 @@ def space_input(params, ledger_space, conn):
     if space.get("type") is None:
         space["type"] = "brokered"
     return space
-
