@@ -179,6 +179,19 @@ def compare(plan_path, pandas_path):
     return {"compared_values": n, "max_relative_difference": worst}
 
 
+def collection_importable():
+    """The generator and the job import the collection's module_utils as
+    ansible_collections.enmasse.messaging...: the directory holding
+    ansible_collections/ must be on PYTHONPATH (the children inherit it)."""
+    try:
+        __import__("ansible_collections.enmasse.messaging.plugins.module_utils.model.schema")
+    except ImportError as e:
+        sys.stderr.write("run.py: cannot import the enmasse.messaging collection (%s); in a checkout run "
+                         "`source scripts/collection-path.sh` first (it sets PYTHONPATH)\n" % e)
+        return False
+    return True
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="1M,10M,50M")
@@ -192,6 +205,8 @@ def main(argv=None):
     p.add_argument("--reuse-data", action="store_true", help="do not regenerate a size that exists")
     p.add_argument("--out", default=os.path.join(REPO, "bench", "results", "capacity.json"))
     a = p.parse_args(argv)
+    if not collection_importable():
+        return 2
     results = {"machine": machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "master": a.master, "driver_memory": a.driver_memory, "runs": []}
     if os.path.exists(a.out):

@@ -1,9 +1,9 @@
-"""The capacity planner's driver side (spark_jobs/capacity_plan.py, no Spark):
-placement proposals, verdicts, quota, model errors, atomic outputs and the
-module_utils import shim. The aggregated metrics are built by hand."""
+"""The capacity planner's driver side (spark_jobs/enmasse_capacity: planner,
+pools, read, cli; no Spark): placement proposals, verdicts, quota, model
+errors, atomic outputs, and the supported way to import the collection's
+rules. The aggregated metrics are built by hand; nothing here imports pyspark."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -12,8 +12,8 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "spark_jobs"))
 
-import capacity_lib as lib  # noqa: E402
-import capacity_plan as cp  # noqa: E402
+from enmasse_capacity import cli, planner, read  # noqa: E402
+from enmasse_capacity import rules as lib  # noqa: E402
 
 pytestmark = pytest.mark.unit
 
@@ -94,8 +94,8 @@ def model(space_plan, addresses, placement, stype="standard", space="s1"):
 def plan_for(tmp_path, agg, doc, cm=None):
     p = tmp_path / "model.json"
     p.write_text(json.dumps(doc))
-    spaces, cat, cur = cp.load_model(str(p))
-    return cp.Planner(agg, spaces, cat, cur, lib.load_capacity_model(cm or {})).run()
+    spaces, cat, cur = read.load_model(str(p))
+    return planner.Planner(agg, spaces, cat, cur, lib.load_capacity_model(cm or {})).run()
 
 
 def q(name, plan="standard-medium-queue"):
@@ -194,16 +194,16 @@ def test_model_errors_are_clear(tmp_path):
     p = tmp_path / "m.json"
     p.write_text(json.dumps(bad))
     with pytest.raises(lib.InputError) as e:
-        cp.load_model(str(p))
+        read.load_model(str(p))
     assert "'no-such-plan' is not a known address plan" in str(e.value)
     bad = model("gold", [q("q1")], {})
     p.write_text(json.dumps(bad))
     with pytest.raises(lib.InputError) as e:
-        cp.load_model(str(p))
+        read.load_model(str(p))
     assert "'gold' is not a known address space plan" in str(e.value)
     p.write_text("{not json")
     with pytest.raises(lib.InputError) as e:
-        cp.load_model(str(p))
+        read.load_model(str(p))
     assert "is not valid JSON" in str(e.value)
 
 
@@ -223,7 +223,7 @@ address_spaces:
 current_placement:
   s1/q1: [b0]
 """)
-    spaces, cat, cur = cp.load_model(str(p))
+    spaces, cat, cur = read.load_model(str(p))
     assert spaces[0]["infra"] == "lab" and cat.address_plan("tiny-queue")["resources"]["broker"] == 0.001
     assert cur == {("s1", "q1"): ["b0"]}
 
@@ -233,42 +233,76 @@ def test_atomic_write_all_leaves_nothing_on_failure(tmp_path):
     bad = tmp_path / "adir"
     bad.mkdir()
     with pytest.raises(OSError):
-        cp.atomic_write_all([(str(good), "<html/>"), (str(bad), "{}")])   # renaming onto a directory fails
+        cli.atomic_write_all([(str(good), "<html/>"), (str(bad), "{}")])   # renaming onto a directory fails
     assert not good.exists()
     assert [f for f in os.listdir(str(tmp_path)) if f.endswith(".tmp")] == []
-    cp.atomic_write_all([(str(good), "x"), (str(tmp_path / "plan.json"), "{}")])
+    cli.atomic_write_all([(str(good), "x"), (str(tmp_path / "plan.json"), "{}")])
     assert good.read_text() == "x" and (tmp_path / "plan.json").read_text() == "{}"
 
 
-def test_import_shim_uses_enmasse_mu_next_to_the_job(tmp_path):
-    """The capacity_planner role installs the job with module_utils copied
-    next to it as the package enmasse_mu/."""
-    job = tmp_path / "job"
-    shutil.copytree(os.path.join(REPO, "plugins", "module_utils"), str(job / "enmasse_mu"))
-    (job / "enmasse_mu" / "__init__.py").write_text("")
-    for f in ("capacity_plan.py", "capacity_lib.py", "capacity_report.py"):
-        shutil.copy(os.path.join(REPO, "spark_jobs", f), str(job / f))
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    out = subprocess.run([sys.executable, "-c", "import capacity_plan as c; print(c.placement.__name__, "
-                                                "c.plans.__name__)"],
-                         cwd=str(job), env=env, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["enmasse_mu.placement", "enmasse_mu.plans"]
+def _bundle_layout(tmp_path):
+    """The layout the capacity_planner role installs: the job and the
+    module_utils it imports (the job_bundle lookup) under one lib/ directory."""
+    from ansible_collections.enmasse.messaging.plugins.lookup import job_bundle
+    lib_dir = tmp_path / "lib"
+    for e in job_bundle.bundle(root=REPO):
+        dest = lib_dir / e["path"]
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(e["content"])
+    return lib_dir
 
 
-def test_import_shim_from_a_source_checkout():
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    out = subprocess.run([sys.executable, "-c", "import capacity_plan as c; print(c.placement.__name__)"],
-                         cwd=os.path.join(REPO, "spark_jobs"), env=env, capture_output=True, text=True)
+def test_job_imports_the_collection_from_the_role_bundle(tmp_path):
+    """The supported way: the directory holding ansible_collections/ on
+    PYTHONPATH; nothing outside the bundle is read."""
+    lib_dir = _bundle_layout(tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(lib_dir))
+    code = ("import sys, capacity_plan, enmasse_capacity.planner as p, enmasse_capacity.read as r; "
+            "print(p.placement.__file__); print(r.documents.__file__); print('pyspark' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=str(lib_dir), env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ansible_collections.enmasse.messaging.plugins.module_utils.placement"
+    lines = out.stdout.split()
+    assert lines[:2] == [str(lib_dir / "ansible_collections/enmasse/messaging/plugins/module_utils/model/placement.py"),
+                         str(lib_dir / "ansible_collections/enmasse/messaging/plugins/module_utils/model/documents.py")]
+    assert lines[2] == "False"
+
+
+def test_job_without_the_collection_on_the_path_says_how(tmp_path):
+    env = dict(os.environ, PYTHONPATH="")
+    out = subprocess.run([sys.executable, os.path.join(REPO, "spark_jobs", "capacity_plan.py"), "--help"],
+                         cwd=str(tmp_path), env=env, capture_output=True, text=True)
+    assert out.returncode == 2
+    assert "put the directory that holds ansible_collections/ on PYTHONPATH" in out.stderr
+
+
+def test_planner_runs_without_spark():
+    """The planner half of the job never imports pyspark (only aggregate.py
+    and read.py's Spark readers do, when called)."""
+    code = ("import sys; from enmasse_capacity import cli, planner, pools, read, report, rules; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([sys.executable, "-c", code], cwd=os.path.join(REPO, "spark_jobs"), env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_schema_derived_columns():
+    """The job's column lists come from model/schema.py (one definition)."""
+    from ansible_collections.enmasse.messaging.plugins.module_utils.model import schema
+    assert read.ADDRESS_REQUIRED == ("ts", "infra", "address_space", "address", "address_type", "plan", "node",
+                                     "node_kind", "messages_added", "messages_acknowledged", "message_count")
+    assert read.NODE_REQUIRED == ("ts", "infra", "address_space", "node", "node_kind", "memory_used", "uptime_ms")
+    assert set(read.ADDRESS_REQUIRED) | set(read.ADDRESS_OPTIONAL) == set(schema.field_names(schema.ADDRESSES))
+    assert set(read.NODE_REQUIRED) | set(read.NODE_OPTIONAL) == set(schema.field_names(schema.NODES))
+    assert read.ADDRESS_OPTIONAL["persistent_size"] == "bigint" and read.NODE_OPTIONAL["connections"] == "int"
+    assert "uptime_ms" in read.NODE_NONNEG and "address" not in read.ADDRESS_NONNEG
+    assert set(lib.ADDRESS_TYPES) == set(schema.ADDRESS_TYPES)
 
 
 def test_report_renders_self_contained(tmp_path):
     import re
-    import capacity_report
+    from enmasse_capacity import report as capacity_report
     agg = build_agg("i", "s1", ["b0", "b1"], ["r0"], {"h0": (["b0"], 9000.0, 2 ** 20), "h1": (["b0"], 9000.0, 2 ** 20),
                                                        "h2": (["b1"], 9000.0, 2 ** 20)})
     agg["space_windows"] = [{"infra": "i", "address_space": "s1", "ws": T0 + i * W, "r_in": 100.0 + i,

@@ -13,7 +13,7 @@ import datetime as _dt
 import html
 import math
 
-import capacity_lib as lib
+from . import rules as lib
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf"]
