@@ -154,16 +154,15 @@ def test_unreachable_broker_fails_with_the_reason(space, tmp_path):
 
 
 def test_collector_script_in_the_role_layout(traffic, tmp_path):
-    """roles/capacity_planner installs module_utils as package enmasse_mu next
-    to enmasse-collect; the script must do what the module does."""
+    """roles/capacity_planner installs enmasse-collect in lib/ beside the
+    module_utils the job_bundle lookup returns (under ansible_collections/) and
+    runs it with PYTHONPATH=lib/; the script must do what the module does."""
+    from ansible_collections.enmasse.messaging.plugins.lookup import job_bundle
     install = tmp_path / "install"
-    pkg = install / "enmasse_mu"
-    pkg.mkdir(parents=True)
-    src = os.path.join(helpers.REPO, "plugins", "module_utils")
-    for name in os.listdir(src):
-        if name.endswith(".py"):
-            shutil.copy(os.path.join(src, name), str(pkg / name))
-    (pkg / "__init__.py").write_text("")
+    for e in job_bundle.bundle(root=helpers.REPO, parts=("collector",)):
+        dest = install / e["path"]
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(e["content"])
     script = str(install / "enmasse-collect")
     shutil.copy(os.path.join(helpers.REPO, "roles", "capacity_planner", "files", "enmasse-collect"), script)
     spaces = tmp_path / "spaces"
@@ -173,7 +172,7 @@ def test_collector_script_in_the_role_layout(traffic, tmp_path):
     store = str(tmp_path / "store")
     config.write_text(json.dumps({"store": store, "infra": "itest", "spaces_dir": str(spaces)}))
     env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(install)        # only the bundle: nothing from the checkout
     env.pop("ANSIBLE_COLLECTIONS_PATH", None)
     proc = subprocess.run([sys.executable, script, "--config", str(config)], capture_output=True, text=True,
                           timeout=120, env=env, cwd=str(tmp_path))
