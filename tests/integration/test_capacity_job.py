@@ -94,6 +94,37 @@ def test_cli_prints_the_verdicts(run):
     assert "edge: over-provisioned (brokers -2" in run["stdout"]
 
 
+def _comparable(plan):
+    plan = json.loads(json.dumps(plan))
+    for k in ("generated_at", "job"):
+        plan.pop(k, None)
+    plan["data_quality"].pop("timings_seconds", None)
+    return plan
+
+
+def test_job_runs_from_the_role_bundle(store, run, tmp_path):
+    """The layout the capacity_planner role installs (the job_bundle lookup
+    written under lib/, PYTHONPATH=lib, nothing from the checkout) gives the
+    same plan as the checkout."""
+    from ansible_collections.enmasse.messaging.plugins.lookup import job_bundle
+    root, _truth = store
+    lib_dir = tmp_path / "lib"
+    for e in job_bundle.bundle(root=REPO):
+        dest = lib_dir / e["path"]
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(e["content"])
+    env = dict(os.environ, PYTHONPATH=str(lib_dir))
+    env.pop("ANSIBLE_COLLECTIONS_PATH", None)
+    plan_path = str(tmp_path / "plan.json")
+    res = subprocess.run([sys.executable, str(lib_dir / "capacity_plan.py"), "--metrics", root,
+                          "--model", os.path.join(root, "model.json"), "--master", "local[2]",
+                          "--out-plan", plan_path, "--no-report", "--conf", "spark.ui.enabled=false"],
+                         capture_output=True, text=True, timeout=900, env=env, cwd=str(tmp_path))
+    assert res.returncode == 0, res.stderr[-4000:]
+    with open(plan_path) as f:
+        assert _comparable(json.load(f)) == _comparable(run["plan"])
+
+
 def test_rates_match_the_truth(run):
     addrs = _addresses(run["plan"])
     checked = 0

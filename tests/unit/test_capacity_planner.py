@@ -335,3 +335,28 @@ def test_generator_is_deterministic(tmp_path):
                     ("ts", "ascending")]))
     assert a["growth"]["relative_per_day"] == 0.05 and set(a["hot"]) == {"tenant-a/hot-0", "tenant-a/hot-1",
                                                                          "tenant-a/hot-2"}
+
+
+def test_node_statistics_and_goals_by_hand():
+    """measures: per-node statistic over window averages, reported maxima,
+    the capacity a node is planned with, and the hard goals."""
+    from enmasse_capacity import measures
+    cm = lib.load_capacity_model({"node_statistic": "max", "rate_statistic": "avg"})
+    windows = [{"infra": "i", "node": "b0", "node_kind": "broker", "address_space": "_infra", "memory_used": m,
+                "memory_max": 1000, "disk_used": None, "disk_max": None, "connections": 2, "links": None}
+               for m in (100.0, 300.0, 200.0)]
+    thr = [{"infra": "i", "node": "b0", "thr": t} for t in (10.0, 30.0)]
+    st = measures._node_stats(windows, thr, cm)[("i", "b0")]
+    assert st["memory_used"] == 300.0 and st["memory_max"] == 1000          # max of the window averages
+    assert st["msg_rate"] == 20.0 and st["msg_rate_max"] == 30.0            # (10 + 30) / 2
+    assert st["scopes"] == ["_infra"] and "disk_used" not in st
+    cm["broker"]["prefer_reported_max"] = True
+    assert measures._capacity("broker", "memory", st, cm) == 1000.0          # the node's own maximum
+    assert measures._capacity("broker", "msg_rate", st, cm) == float(cm["broker"]["resources"]["msg_rate"]["capacity"])
+    nodes = [{"node": "b0", "utilisation_before": {"memory": 0.9}, "utilisation_after": {"memory": 0.5}},
+             {"node": "b1", "utilisation_before": None, "utilisation_after": {"memory": 0.95}}]
+    g = measures._capacity_goals(nodes, ["memory"], {"memory": 0.8}, "broker")[0]
+    assert (g["holds_before"], g["violations_before"], g["holds_after"], g["violations_after"]) == \
+        (False, ["b0"], False, ["b1"])
+    assert measures._util({"memory": 50.0, "disk": 1.0}, {"memory": 100.0}) == {"memory": 0.5, "disk": None}
+    assert measures._median([3, None, 1, 2, 10]) == 2.5 and measures._median([]) is None
