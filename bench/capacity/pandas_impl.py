@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 """Single-process pandas version of the capacity job's aggregation, for the
 benchmark: the same definitions (spark_jobs/enmasse_capacity/rules.py) as the Spark job --

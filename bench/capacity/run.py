@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 """Capacity-planning benchmark: the Spark job against a single-process pandas
 implementation of the same aggregation, on generated metrics.
@@ -140,7 +139,7 @@ def machine():
                 cpu = line.split(":", 1)[1].strip()
                 break
     try:
-        java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+        java = subprocess.run(["java", "-version"], capture_output=True, check=False, text=True).stderr.splitlines()[0]
     except OSError:
         java = None
     import pyspark
@@ -193,7 +192,7 @@ def collection_importable():
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     p.add_argument("--sizes", default="1M,10M,50M")
     p.add_argument("--data-dir", default="/tmp/enmasse-capacity-bench")
     p.add_argument("--master", default="local[2]")
@@ -213,7 +212,7 @@ def main(argv=None):
         try:
             with open(a.out) as f:
                 old = json.load(f)
-            results["runs"] = [r for r in old.get("runs", [])]
+            results["runs"] = list(old.get("runs", []))
         except ValueError:
             pass
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
@@ -232,7 +231,7 @@ def main(argv=None):
             truth = json.load(f)
         run["samples"] = truth["samples"]
         run["addresses"] = truth["n_addresses"]
-        run["data_bytes"] = sum(os.path.getsize(os.path.join(r, x)) for r, _, fs in os.walk(d) for x in fs)
+        run["data_bytes"] = sum(os.path.getsize(os.path.join(r, x)) for r, _unused, fs in os.walk(d) for x in fs)
         plan = os.path.join(d, "plan.json")
         if not a.skip_spark:
             cmd = [sys.executable, os.path.join(REPO, "spark_jobs", "capacity_plan.py"), "--metrics", d,

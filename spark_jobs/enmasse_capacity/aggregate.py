@@ -540,5 +540,3 @@ def _flatten_p(d):
             base = k[:-2]
             d[base + "_p95"], d[base + "_p99"] = (vals[0], vals[1]) if vals else (None, None)
     return d
-
-

@@ -95,7 +95,7 @@ def atomic_write_all(pairs):
                     os.replace(backup, path)
                 raise
             done.append((path, backup))
-        for _, backup in done:
+        for _unused, backup in done:
             if backup and os.path.exists(backup):
                 os.unlink(backup)
     except BaseException:
@@ -104,7 +104,7 @@ def atomic_write_all(pairs):
                 os.unlink(path)
             if backup and os.path.exists(backup):
                 os.replace(backup, path)
-        for tmp, _ in tmps:
+        for tmp, _unused in tmps:
             if os.path.exists(tmp):
                 os.unlink(tmp)
         raise

@@ -84,7 +84,6 @@ def _capacity(kind, res, node_stat, cm):
     return float(spec["capacity"])
 
 
-
 def _util(vals, cap):
     if not vals:
         return None

@@ -182,7 +182,7 @@ class Planner(PoolPlanner):
             target = broker_spaces if s.get("node_kind") == "broker" else router_spaces
             for scope in s.get("scopes") or []:
                 target.setdefault(node, set()).add(scope)
-        for (space, _), brokers in self.current_placement.items():
+        for (space, _unused), brokers in self.current_placement.items():
             if any(sp["name"] == space for sp in spaces):
                 for b in brokers:
                     broker_spaces.setdefault(b, set()).add(space)
@@ -408,7 +408,7 @@ class Planner(PoolPlanner):
         def add(scope, kind, res, nodes, capacity, high):
             s = series_for(nodes, res)
             peaks = lib.daily_peaks(sorted(s.items()))
-            full = [(d, p, m) for d, p, m in peaks]
+            full = list(peaks)
             entry = {"scope": scope, "node_kind": kind, "resource": res, "nodes": len(nodes),
                      "capacity": capacity, "threshold": capacity * high,
                      "daily": [{"date": d.isoformat(), "peak": p, "mean": m} for d, p, m in full]}
@@ -416,8 +416,8 @@ class Planner(PoolPlanner):
                 entry["status"] = "insufficient-data"
                 out.append(entry)
                 return
-            xs = [(d - first_day).days for d, _, _ in full]
-            ys = [p for _, p, _ in full]
+            xs = [(d - first_day).days for d, _unused, _unused in full]
+            ys = [p for _unused, p, _unused in full]
             thr_fc = lib.forecast_crossing(xs, ys, capacity * high, first_day, last_day, fc["horizon_days"])
             cap_fc = lib.forecast_crossing(xs, ys, capacity, first_day, last_day, fc["horizon_days"])
             entry.update({"slope_per_day": thr_fc["slope_per_day"], "intercept": thr_fc["intercept"],
@@ -438,8 +438,9 @@ class Planner(PoolPlanner):
                 add("routers:%s" % p["pool"], "router", res, nodes, cap, p["thresholds"]["high"][res])
         # traffic: ingress of all addresses (daily mean and peak), per infra and space
         sw = [r for r in self.agg.get("space_windows") or [] if r["infra"] == infra]
-        for scope, rows in [("infra", sw)] + [("space:%s" % sp["name"], [r for r in sw if r["address_space"] ==
-                                                                          sp["name"]]) for sp in spaces]:
+        scopes = [("infra", sw)] + [("space:%s" % sp["name"], [r for r in sw if r["address_space"] == sp["name"]])
+                                    for sp in spaces]
+        for scope, rows in scopes:
             tot = {}
             for r in rows:
                 tot[r["ws"]] = tot.get(r["ws"], 0.0) + (r["r_in"] or 0.0)
@@ -453,9 +454,9 @@ class Planner(PoolPlanner):
             entry = {"scope": scope, "node_kind": None, "resource": "ingress", "daily": [
                 {"date": d.isoformat(), "peak": p, "mean": m} for d, p, m in peaks]}
             if len(full) >= 2:
-                xs = [(d - first_day).days for d, _, _ in full]
-                i_p, s_p, r2_p = lib.linear_fit(xs, [p for _, p, _ in full])
-                i_m, s_m, r2_m = lib.linear_fit(xs, [m for _, _, m in full])
+                xs = [(d - first_day).days for d, _unused, _unused in full]
+                i_p, s_p, r2_p = lib.linear_fit(xs, [p for _unused, p, _unused in full])
+                i_m, s_m, r2_m = lib.linear_fit(xs, [m for _unused, _unused, m in full])
                 entry.update({"slope_per_day": s_p, "r2": r2_p, "daily_mean_slope_per_day": s_m,
                               "daily_mean_r2": r2_m, "status": "trend",
                               "relative_growth_per_day": (s_m / i_m) if i_m else None})

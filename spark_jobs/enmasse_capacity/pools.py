@@ -70,7 +70,7 @@ class PoolPlanner(object):
                 items.append((sp, it._replace(name=name, colocate_with=coloc)))
                 loads[name] = self._broker_item_loads(infra, sp["name"], it.name, addr_docs[sp["name"]][it.name])
         # brokers of the pool: observed, placed, or (none yet) one new
-        for _, it in items:
+        for _unused, it in items:
             for b in it.current_brokers:
                 if b not in brokers:
                     brokers.append(b)
@@ -84,7 +84,7 @@ class PoolPlanner(object):
             observed[b] = {"memory": (ns or {}).get("memory_used"), "disk": (ns or {}).get("disk_used"),
                            "connections": (ns or {}).get("connections"), "msg_rate": (ns or {}).get("msg_rate")}
             cap[b] = dict((r, _capacity("broker", r, ns, cm)) for r in resources)
-        for name, (per, _) in loads.items():
+        for name, (per, _unused) in loads.items():
             for b, l in per.items():
                 if b in attributed:
                     for r in resources:
@@ -121,7 +121,7 @@ class PoolPlanner(object):
         eff_items = []
         ceff = {}
         for sp, it in items:
-            _, total = loads[it.name]
+            _unused, total = loads[it.name]
             c = max(it.broker, load_credit(total)) if it.broker > 0 or not it.colocate_with else it.broker
             if it.router >= 0 and it.broker <= EPS and sp["type"] == "standard" and not it.colocate_with \
                     and addr_docs[sp["name"]][it.name.split("/", 1)[1]]["type"] in lib.ROUTER_ONLY_TYPES:
@@ -171,7 +171,7 @@ class PoolPlanner(object):
             need_by_res[r] = lib.needed_nodes(div, med_base[r] or 0.0, med_cap[r], high[r])
         # brokers the plan credits alone need, placed from scratch (the lower bound
         # for scaling in; the stable placement keeps every address where it is)
-        plan_credit_need = placement.place([it._replace(current_brokers=[], current_plan=None) for _, it in items],
+        plan_credit_need = placement.place([it._replace(current_brokers=[], current_plan=None) for _unused, it in items],
                                            brokers=list(brokers), capacity=capacity,
                                            new_broker_name=new_name).brokers_needed
         lower = max([bcm["min_nodes"], int(math.ceil(round(sum(ceff.values()), 9))), plan_credit_need] +
@@ -266,7 +266,7 @@ class PoolPlanner(object):
                   "observed": None if is_new else observed[b], "baseline": bb, "capacity": cc,
                   "before": None if is_new else dict((r, bb[r] + attributed[b][r]) for r in resources),
                   "after": None if b in removed else dict((r, bb[r] + after_attr[b][r]) for r in resources),
-                  "partitions_before": None if is_new else sum(1 for _, it in items if b in it.current_brokers),
+                  "partitions_before": None if is_new else sum(1 for _unused, it in items if b in it.current_brokers),
                   "partitions_after": None if b in removed else parts_after.get(b, 0)}
             nd["utilisation_before"] = _util(nd["before"], cc)
             nd["utilisation_after"] = _util(nd["after"], cc)
@@ -337,7 +337,7 @@ class PoolPlanner(object):
 
     def broker_goals(self, pool, nodes, result, items, pending, members, resources, high):
         goals = _capacity_goals(nodes, resources, high, "broker")
-        dup_b = [it.name for _, it in items if len(set(it.current_brokers)) != len(it.current_brokers)]
+        dup_b = [it.name for _unused, it in items if len(set(it.current_brokers)) != len(it.current_brokers)]
         dup_a = [n for n, bs in result.assignments.items() if len(set(bs)) != len(bs)]
         goals.append({"goal": "partitions:distinct-brokers", "kind": "hard", "holds_before": not dup_b,
                       "holds_after": not dup_a, "violations_before": dup_b, "violations_after": dup_a,
@@ -451,4 +451,3 @@ class PoolPlanner(object):
                 "sizing": {"fixed_memory_per_router": fixed_mem, "anycast_addresses": n_any,
                            "stored_addresses": n_qt, "message_size_bytes": msg_size,
                            "router_credits": sum(credits)}}
-

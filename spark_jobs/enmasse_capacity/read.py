@@ -144,7 +144,6 @@ def _broker_list(path, key, v):
     return list(v)
 
 
-
 def _is_local_path(p):
     return "://" not in p or p.startswith("file://")
 
@@ -154,7 +153,7 @@ def _local(p):
 
 
 def _has_data_files(path):
-    for d, _, fs in os.walk(path):
+    for d, _unused, fs in os.walk(path):
         for f in fs:
             if not f.startswith((".", "_")):
                 return True

@@ -35,13 +35,12 @@ from enmasse_capacity import rules as lib  # noqa: E402
 import generate_metrics as gm  # noqa: E402
 
 
-
 def _collections_root():
     """The directory holding ansible_collections/ (tests/conftest.py links the
     checkout there): what the job needs on PYTHONPATH."""
     from ansible_collections.enmasse.messaging.plugins.module_utils.model import schema
     p = os.path.abspath(schema.__file__)     # <root>/ansible_collections/enmasse/messaging/plugins/module_utils/model/
-    for _ in range(7):
+    for _unused in range(7):
         p = os.path.dirname(p)
     return p
 
@@ -55,7 +54,7 @@ def _job(args, timeout=900):
     env = dict(os.environ)
     env["PYTHONPATH"] = COLLECTIONS         # the supported way: the dir holding ansible_collections/
     return subprocess.run([sys.executable, os.path.join(JOBS, "capacity_plan.py")] + args,
-                          capture_output=True, text=True, timeout=timeout, env=env)
+                          capture_output=True, check=False, text=True, timeout=timeout, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +118,7 @@ def test_job_runs_from_the_role_bundle(store, run, tmp_path):
     res = subprocess.run([sys.executable, str(lib_dir / "capacity_plan.py"), "--metrics", root,
                           "--model", os.path.join(root, "model.json"), "--master", "local[2]",
                           "--out-plan", plan_path, "--no-report", "--conf", "spark.ui.enabled=false"],
-                         capture_output=True, text=True, timeout=900, env=env, cwd=str(tmp_path))
+                         capture_output=True, check=False, text=True, timeout=900, env=env, cwd=str(tmp_path))
     assert res.returncode == 0, res.stderr[-4000:]
     with open(plan_path) as f:
         assert _comparable(json.load(f)) == _comparable(run["plan"])
@@ -245,7 +244,7 @@ def test_growth_forecast(run):
 def test_spark_numbers_equal_the_python_reference(run, store):
     """Same definitions, same numbers: the Spark aggregation against
     rules.reference_address_stats on the same samples."""
-    root, _ = store
+    root, _unused = store
     t = pads.dataset(root + "/addresses", format="parquet", partitioning="hive").to_table().to_pylist()
     rows = []
     for r in t:
@@ -322,8 +321,8 @@ def _tiny_store(root, rows_mutator=None, drop=()):
 def _tiny_model(path, plan="standard-small-queue"):
     with open(path, "w") as f:
         json.dump({"infra": "i", "address_spaces": [{"name": "s1", "type": "standard", "plan": "standard-small",
-                                                      "addresses": [{"address": "q1", "type": "queue",
-                                                                     "plan": plan}]}]}, f)
+                                                     "addresses": [{"address": "q1", "type": "queue",
+                                                                    "plan": plan}]}]}, f)
 
 
 def test_bad_input_unknown_plan(tmp_path):
@@ -349,8 +348,8 @@ def test_bad_input_empty_store(tmp_path):
 @pytest.fixture(scope="module")
 def spark_session():
     spark, owned = cli._spark_session(cli.parse_args(["--metrics", "x", "--model", "y", "--master", "local[2]",
-                                                    "--conf", "spark.ui.enabled=false",
-                                                    "--shuffle-partitions", "2"]))
+                                                      "--conf", "spark.ui.enabled=false",
+                                                      "--shuffle-partitions", "2"]))
     yield spark
     if owned:
         spark.stop()
@@ -411,17 +410,17 @@ def test_unmodelled_names_found_by_narrow_and_full_scans(tmp_path, spark_session
            "messages_acknowledged": 1, "message_count": 0, "consumer_count": 0, "persistent_size": 0,
            "address_size": None, "deliveries_ingress": None, "deliveries_egress": None, "links": 0}
     pq.write_table(pa.Table.from_pylist([row], schema=pa.schema(gm.ADDRESS_SCHEMA)), str(d / "part-0.parquet"))
-    addresses, _ = read.read_kind(spark_session, str(tmp_path / "m"), "addresses", read.ADDRESS_REQUIRED,
-                                read.ADDRESS_OPTIONAL)
+    addresses, _unused = read.read_kind(spark_session, str(tmp_path / "m"), "addresses", read.ADDRESS_REQUIRED,
+                                        read.ADDRESS_OPTIONAL)
     cols = ("infra", "address_space", "address")
     ids = dict((r["address"], r["h"]) for r in addresses.select(aggregate._h(F, 0, *cols).alias("h"), "address")
                .distinct().collect())
     q1_first = dt.datetime(2024, 3, 4, tzinfo=dt.timezone.utc).timestamp()
     # right hint for q1, a hint with no sample for q2 (and q2 is under another date)
     names = aggregate._resolve(spark_session, addresses, 0, cols, (), set(ids.values()),
-                        times={ids["q1"]: q1_first, ids["q2"]: q1_first + 7})
+                               times={ids["q1"]: q1_first, ids["q2"]: q1_first + 7})
     assert names == {ids["q1"]: ("i", "s1", "q1"), ids["q2"]: ("i", "s1", "q2")}
     # candidates alone, no scan needed; an id nobody carries stays unnamed
     names = aggregate._resolve(spark_session, addresses, 0, cols, [("i", "s1", "q1")], {ids["q1"], 12345},
-                        times={12345: q1_first})
+                               times={12345: q1_first})
     assert names == {ids["q1"]: ("i", "s1", "q1")}
