@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make this checkout importable as the collection enmasse.messaging.
 #
-#   source scripts/collection-path.sh      # exports ANSIBLE_COLLECTIONS_PATH
+#   source scripts/collection-path.sh      # exports ANSIBLE_COLLECTIONS_PATH and PYTHONPATH
 #   eval "$(scripts/collection-path.sh)"   # same, from any shell
 #
 # Creates <dir>/ansible_collections/enmasse/messaging -> <repo> (a symlink, so
@@ -22,10 +22,17 @@ case ":${ANSIBLE_COLLECTIONS_PATH:-}:" in
   *) ANSIBLE_COLLECTIONS_PATH="$_enmasse_dir:${ANSIBLE_COLLECTIONS_PATH:-$HOME/.ansible/collections:/usr/share/ansible/collections}" ;;
 esac
 export ANSIBLE_COLLECTIONS_PATH
+# Python code outside Ansible (the Spark job, the metrics generator, the
+# collector scripts) imports ansible_collections.enmasse.messaging... too
+case ":${PYTHONPATH:-}:" in
+  *":$_enmasse_dir:"*) ;;
+  *) PYTHONPATH="$_enmasse_dir${PYTHONPATH:+:$PYTHONPATH}" ;;
+esac
+export PYTHONPATH
 export ENMASSE_REPO="$_enmasse_repo"
 
 # executed rather than sourced: print the export for eval
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-  printf 'export ANSIBLE_COLLECTIONS_PATH=%q\nexport ENMASSE_REPO=%q\n' "$ANSIBLE_COLLECTIONS_PATH" "$ENMASSE_REPO"
+  printf 'export ANSIBLE_COLLECTIONS_PATH=%q\nexport PYTHONPATH=%q\nexport ENMASSE_REPO=%q\n' "$ANSIBLE_COLLECTIONS_PATH" "$PYTHONPATH" "$ENMASSE_REPO"
 fi
 unset _enmasse_dir _enmasse_link _enmasse_repo

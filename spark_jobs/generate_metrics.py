@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: enmasse.messaging contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -11,7 +10,7 @@ Deterministic for a given seed. Writes
   <out>/model.json    address spaces, addresses, plans in force, current placement
   <out>/truth.json    the known answers (true average rates, growth, hot/idle, ...)
 
-The scenario follows the collector's conventions (plugins/module_utils/metrics.py):
+The scenario follows the collector's conventions (plugins/module_utils/metrics/):
 brokers of standard address spaces are infrastructure nodes shared by the
 standard spaces of that infrastructure (node rows under ``_infra``), a
 brokered space has its own broker (node rows under the space), routers are
@@ -54,45 +53,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+# the directory holding ansible_collections/ must be on PYTHONPATH (docs/capacity-planning.md)
+from ansible_collections.enmasse.messaging.plugins.module_utils.metrics.store import arrow_schema
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.schema import ADDRESSES, INFRA_SPACE, NODES
+
 INFRA_ROUTERS = {"prod": (["prod-router-0", "prod-router-1"], [0.6, 0.4]),
                  "edge": (["edge-router-0"], [1.0])}
-SHARED = "_infra"
+SHARED = INFRA_SPACE
 CHUNK_ADDRESSES = 256
 
-ADDRESS_SCHEMA = pa.schema([
-    ("ts", pa.timestamp("us", tz="UTC")),
-    ("infra", pa.string()),
-    ("address_space", pa.string()),
-    ("address", pa.string()),
-    ("address_type", pa.string()),
-    ("plan", pa.string()),
-    ("node", pa.string()),
-    ("node_kind", pa.string()),
-    ("messages_added", pa.int64()),
-    ("messages_acknowledged", pa.int64()),
-    ("message_count", pa.int64()),
-    ("consumer_count", pa.int32()),
-    ("persistent_size", pa.int64()),
-    ("address_size", pa.int64()),
-    ("deliveries_ingress", pa.int64()),
-    ("deliveries_egress", pa.int64()),
-    ("links", pa.int32()),
-])
-
-NODE_SCHEMA = pa.schema([
-    ("ts", pa.timestamp("us", tz="UTC")),
-    ("infra", pa.string()),
-    ("address_space", pa.string()),
-    ("node", pa.string()),
-    ("node_kind", pa.string()),
-    ("memory_used", pa.int64()),
-    ("memory_max", pa.int64()),
-    ("disk_used", pa.int64()),
-    ("disk_max", pa.int64()),
-    ("connections", pa.int32()),
-    ("links", pa.int32()),
-    ("uptime_ms", pa.int64()),
-])
+# the store's record layout, defined once in model/schema.py (the collector's writer builds it the same way)
+ADDRESS_SCHEMA = arrow_schema(ADDRESSES)
+NODE_SCHEMA = arrow_schema(NODES)
 
 PLAN_FOR = {
     ("standard", "queue"): "standard-small-queue",
@@ -716,7 +688,7 @@ def _write_json(path, obj):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="metrics store root to write (addresses/, nodes/, truth.json)")
     p.add_argument("--seed", type=int, default=42)

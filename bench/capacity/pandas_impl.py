@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 """Single-process pandas version of the capacity job's aggregation, for the
-benchmark: the same definitions (capacity_lib) as the Spark job --
+benchmark: the same definitions (spark_jobs/enmasse_capacity/rules.py) as the Spark job --
 
 * counter deltas per series (address x node) ordered by ts, Prometheus-style
   resets (counter went down or the node restarted in the interval);

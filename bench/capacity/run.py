@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 """Capacity-planning benchmark: the Spark job against a single-process pandas
 implementation of the same aggregation, on generated metrics.
@@ -140,7 +139,7 @@ def machine():
                 cpu = line.split(":", 1)[1].strip()
                 break
     try:
-        java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+        java = subprocess.run(["java", "-version"], capture_output=True, check=False, text=True).stderr.splitlines()[0]
     except OSError:
         java = None
     import pyspark
@@ -179,8 +178,21 @@ def compare(plan_path, pandas_path):
     return {"compared_values": n, "max_relative_difference": worst}
 
 
+def collection_importable():
+    """The generator and the job import the collection's module_utils as
+    ansible_collections.enmasse.messaging...: the directory holding
+    ansible_collections/ must be on PYTHONPATH (the children inherit it)."""
+    try:
+        __import__("ansible_collections.enmasse.messaging.plugins.module_utils.model.schema")
+    except ImportError as e:
+        sys.stderr.write("run.py: cannot import the enmasse.messaging collection (%s); in a checkout run "
+                         "`source scripts/collection-path.sh` first (it sets PYTHONPATH)\n" % e)
+        return False
+    return True
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     p.add_argument("--sizes", default="1M,10M,50M")
     p.add_argument("--data-dir", default="/tmp/enmasse-capacity-bench")
     p.add_argument("--master", default="local[2]")
@@ -192,13 +204,15 @@ def main(argv=None):
     p.add_argument("--reuse-data", action="store_true", help="do not regenerate a size that exists")
     p.add_argument("--out", default=os.path.join(REPO, "bench", "results", "capacity.json"))
     a = p.parse_args(argv)
+    if not collection_importable():
+        return 2
     results = {"machine": machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "master": a.master, "driver_memory": a.driver_memory, "runs": []}
     if os.path.exists(a.out):
         try:
             with open(a.out) as f:
                 old = json.load(f)
-            results["runs"] = [r for r in old.get("runs", [])]
+            results["runs"] = list(old.get("runs", []))
         except ValueError:
             pass
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
@@ -217,7 +231,7 @@ def main(argv=None):
             truth = json.load(f)
         run["samples"] = truth["samples"]
         run["addresses"] = truth["n_addresses"]
-        run["data_bytes"] = sum(os.path.getsize(os.path.join(r, x)) for r, _, fs in os.walk(d) for x in fs)
+        run["data_bytes"] = sum(os.path.getsize(os.path.join(r, x)) for r, _unused, fs in os.walk(d) for x in fs)
         plan = os.path.join(d, "plan.json")
         if not a.skip_spark:
             cmd = [sys.executable, os.path.join(REPO, "spark_jobs", "capacity_plan.py"), "--metrics", d,

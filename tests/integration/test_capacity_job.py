@@ -4,7 +4,7 @@ One generated store (3 address spaces over 2 infrastructures, 31 addresses,
 2 days at 1-minute samples, ~200k samples) and one run of
 ``python spark_jobs/capacity_plan.py --master local[2]``; the plan is checked
 against the generator's truth.json, the Spark numbers against the pure-Python
-reference (capacity_lib), the report for its sections and self-containment.
+reference (enmasse_capacity.rules), the report for its sections and self-containment.
 Bad inputs: unknown plan and empty store run the CLI as a process (they fail
 before Spark starts); missing columns and negative values go through
 ``main()`` in this process with one shared SparkSession.
@@ -30,18 +30,31 @@ pytest.importorskip("pyspark")
 import pyarrow.dataset as pads  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-import capacity_lib as lib  # noqa: E402
+from enmasse_capacity import aggregate, cli, read  # noqa: E402
+from enmasse_capacity import rules as lib  # noqa: E402
 import generate_metrics as gm  # noqa: E402
 
+
+def _collections_root():
+    """The directory holding ansible_collections/ (tests/conftest.py links the
+    checkout there): what the job needs on PYTHONPATH."""
+    from ansible_collections.enmasse.messaging.plugins.module_utils.model import schema
+    p = os.path.abspath(schema.__file__)     # <root>/ansible_collections/enmasse/messaging/plugins/module_utils/model/
+    for _unused in range(7):
+        p = os.path.dirname(p)
+    return p
+
+
+COLLECTIONS = _collections_root()
 SECTIONS = ("summary", "data-quality", "capacity-model", "observed-load", "utilisation", "goals", "proposal",
             "forecast")
 
 
 def _job(args, timeout=900):
     env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = COLLECTIONS         # the supported way: the dir holding ansible_collections/
     return subprocess.run([sys.executable, os.path.join(JOBS, "capacity_plan.py")] + args,
-                          capture_output=True, text=True, timeout=timeout, env=env)
+                          capture_output=True, check=False, text=True, timeout=timeout, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +91,37 @@ def _addresses(plan):
 def test_cli_prints_the_verdicts(run):
     assert "prod: under-provisioned (brokers +1, routers -1, binding: msg_rate)" in run["stdout"]
     assert "edge: over-provisioned (brokers -2" in run["stdout"]
+
+
+def _comparable(plan):
+    plan = json.loads(json.dumps(plan))
+    for k in ("generated_at", "job"):
+        plan.pop(k, None)
+    plan["data_quality"].pop("timings_seconds", None)
+    return plan
+
+
+def test_job_runs_from_the_role_bundle(store, run, tmp_path):
+    """The layout the capacity_planner role installs (the job_bundle lookup
+    written under lib/, PYTHONPATH=lib, nothing from the checkout) gives the
+    same plan as the checkout."""
+    from ansible_collections.enmasse.messaging.plugins.lookup import job_bundle
+    root, _truth = store
+    lib_dir = tmp_path / "lib"
+    for e in job_bundle.bundle(root=REPO):
+        dest = lib_dir / e["path"]
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(e["content"])
+    env = dict(os.environ, PYTHONPATH=str(lib_dir))
+    env.pop("ANSIBLE_COLLECTIONS_PATH", None)
+    plan_path = str(tmp_path / "plan.json")
+    res = subprocess.run([sys.executable, str(lib_dir / "capacity_plan.py"), "--metrics", root,
+                          "--model", os.path.join(root, "model.json"), "--master", "local[2]",
+                          "--out-plan", plan_path, "--no-report", "--conf", "spark.ui.enabled=false"],
+                         capture_output=True, check=False, text=True, timeout=900, env=env, cwd=str(tmp_path))
+    assert res.returncode == 0, res.stderr[-4000:]
+    with open(plan_path) as f:
+        assert _comparable(json.load(f)) == _comparable(run["plan"])
 
 
 def test_rates_match_the_truth(run):
@@ -199,8 +243,8 @@ def test_growth_forecast(run):
 
 def test_spark_numbers_equal_the_python_reference(run, store):
     """Same definitions, same numbers: the Spark aggregation against
-    capacity_lib.reference_address_stats on the same samples."""
-    root, _ = store
+    rules.reference_address_stats on the same samples."""
+    root, _unused = store
     t = pads.dataset(root + "/addresses", format="parquet", partitioning="hive").to_table().to_pylist()
     rows = []
     for r in t:
@@ -277,8 +321,8 @@ def _tiny_store(root, rows_mutator=None, drop=()):
 def _tiny_model(path, plan="standard-small-queue"):
     with open(path, "w") as f:
         json.dump({"infra": "i", "address_spaces": [{"name": "s1", "type": "standard", "plan": "standard-small",
-                                                      "addresses": [{"address": "q1", "type": "queue",
-                                                                     "plan": plan}]}]}, f)
+                                                     "addresses": [{"address": "q1", "type": "queue",
+                                                                    "plan": plan}]}]}, f)
 
 
 def test_bad_input_unknown_plan(tmp_path):
@@ -303,18 +347,16 @@ def test_bad_input_empty_store(tmp_path):
 
 @pytest.fixture(scope="module")
 def spark_session():
-    import capacity_plan as cp
-    spark, owned = cp._spark_session(cp.parse_args(["--metrics", "x", "--model", "y", "--master", "local[2]",
-                                                    "--conf", "spark.ui.enabled=false",
-                                                    "--shuffle-partitions", "2"]))
+    spark, owned = cli._spark_session(cli.parse_args(["--metrics", "x", "--model", "y", "--master", "local[2]",
+                                                      "--conf", "spark.ui.enabled=false",
+                                                      "--shuffle-partitions", "2"]))
     yield spark
     if owned:
         spark.stop()
 
 
 def _main(tmp_path, capsys):
-    import capacity_plan as cp
-    rc = cp.main(["--metrics", str(tmp_path / "m"), "--model", str(tmp_path / "model.json"),
+    rc = cli.main(["--metrics", str(tmp_path / "m"), "--model", str(tmp_path / "model.json"),
                   "--out-plan", str(tmp_path / "plan.json"), "--out-report", str(tmp_path / "r.html")])
     return rc, capsys.readouterr().err
 
@@ -357,7 +399,6 @@ def test_unmodelled_names_found_by_narrow_and_full_scans(tmp_path, spark_session
     """Ids the model does not name are looked up in the store: first among
     the samples at the hinted instant (in its date partition), then in a full
     scan for what that misses (a wrong hint, a file under another date)."""
-    import capacity_plan as cp
     from pyspark.sql import functions as F
     _tiny_store(str(tmp_path / "m"))
     # q2 sampled on 2024-03-04 but filed under date=2024-03-05
@@ -369,17 +410,17 @@ def test_unmodelled_names_found_by_narrow_and_full_scans(tmp_path, spark_session
            "messages_acknowledged": 1, "message_count": 0, "consumer_count": 0, "persistent_size": 0,
            "address_size": None, "deliveries_ingress": None, "deliveries_egress": None, "links": 0}
     pq.write_table(pa.Table.from_pylist([row], schema=pa.schema(gm.ADDRESS_SCHEMA)), str(d / "part-0.parquet"))
-    addresses, _ = cp.read_kind(spark_session, str(tmp_path / "m"), "addresses", cp.ADDRESS_REQUIRED,
-                                cp.ADDRESS_OPTIONAL)
+    addresses, _unused = read.read_kind(spark_session, str(tmp_path / "m"), "addresses", read.ADDRESS_REQUIRED,
+                                        read.ADDRESS_OPTIONAL)
     cols = ("infra", "address_space", "address")
-    ids = dict((r["address"], r["h"]) for r in addresses.select(cp._h(F, 0, *cols).alias("h"), "address")
+    ids = dict((r["address"], r["h"]) for r in addresses.select(aggregate._h(F, 0, *cols).alias("h"), "address")
                .distinct().collect())
     q1_first = dt.datetime(2024, 3, 4, tzinfo=dt.timezone.utc).timestamp()
     # right hint for q1, a hint with no sample for q2 (and q2 is under another date)
-    names = cp._resolve(spark_session, addresses, 0, cols, (), set(ids.values()),
-                        times={ids["q1"]: q1_first, ids["q2"]: q1_first + 7})
+    names = aggregate._resolve(spark_session, addresses, 0, cols, (), set(ids.values()),
+                               times={ids["q1"]: q1_first, ids["q2"]: q1_first + 7})
     assert names == {ids["q1"]: ("i", "s1", "q1"), ids["q2"]: ("i", "s1", "q2")}
     # candidates alone, no scan needed; an id nobody carries stays unnamed
-    names = cp._resolve(spark_session, addresses, 0, cols, [("i", "s1", "q1")], {ids["q1"], 12345},
-                        times={12345: q1_first})
+    names = aggregate._resolve(spark_session, addresses, 0, cols, [("i", "s1", "q1")], {ids["q1"], 12345},
+                               times={12345: q1_first})
     assert names == {ids["q1"]: ("i", "s1", "q1")}

@@ -56,7 +56,7 @@ def traffic(space):
         helpers.send(conn, QUEUE, count=N, durable=True)
         helpers.send(conn, TOPIC, count=N, durable=True)
         rcv = conn.create_receiver(QUEUE, credit=M)
-        for unused in range(M):
+        for _unused in range(M):
             rcv.receive(timeout=10)
             rcv.accept()
         rcv.close()
@@ -154,16 +154,15 @@ def test_unreachable_broker_fails_with_the_reason(space, tmp_path):
 
 
 def test_collector_script_in_the_role_layout(traffic, tmp_path):
-    """roles/capacity_planner installs module_utils as package enmasse_mu next
-    to enmasse-collect; the script must do what the module does."""
+    """roles/capacity_planner installs enmasse-collect in lib/ beside the
+    module_utils the job_bundle lookup returns (under ansible_collections/) and
+    runs it with PYTHONPATH=lib/; the script must do what the module does."""
+    from ansible_collections.enmasse.messaging.plugins.lookup import job_bundle
     install = tmp_path / "install"
-    pkg = install / "enmasse_mu"
-    pkg.mkdir(parents=True)
-    src = os.path.join(helpers.REPO, "plugins", "module_utils")
-    for name in os.listdir(src):
-        if name.endswith(".py"):
-            shutil.copy(os.path.join(src, name), str(pkg / name))
-    (pkg / "__init__.py").write_text("")
+    for e in job_bundle.bundle(root=helpers.REPO, parts=("collector",)):
+        dest = install / e["path"]
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(e["content"])
     script = str(install / "enmasse-collect")
     shutil.copy(os.path.join(helpers.REPO, "roles", "capacity_planner", "files", "enmasse-collect"), script)
     spaces = tmp_path / "spaces"
@@ -173,10 +172,10 @@ def test_collector_script_in_the_role_layout(traffic, tmp_path):
     store = str(tmp_path / "store")
     config.write_text(json.dumps({"store": store, "infra": "itest", "spaces_dir": str(spaces)}))
     env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(install)        # only the bundle: nothing from the checkout
     env.pop("ANSIBLE_COLLECTIONS_PATH", None)
-    proc = subprocess.run([sys.executable, script, "--config", str(config)], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=str(tmp_path), check=False)
+    proc = subprocess.run([sys.executable, script, "--config", str(config)], capture_output=True, check=False, text=True,
+                          timeout=120, env=env, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["written"]["nodes"] == 1 and out["files"] == 2
@@ -184,6 +183,6 @@ def test_collector_script_in_the_role_layout(traffic, tmp_path):
     assert (q["messages_added"], q["messages_acknowledged"], q["message_count"]) == (N, M, N - M)
     # a router that is not there: the brokers' samples are still written, exit 1
     proc = subprocess.run([sys.executable, script, "--config", str(config), "--router-url", "amqp://127.0.0.1:1"],
-                          capture_output=True, text=True, timeout=120, env=env, cwd=str(tmp_path), check=False)
+                          capture_output=True, check=False, text=True, timeout=120, env=env, cwd=str(tmp_path))
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert proc.returncode == 1 and out["router"] == "failed" and out["written"]["nodes"] == 1

@@ -1,4 +1,4 @@
-"""Capacity planner rules (spark_jobs/capacity_lib.py) on cases worked out by hand.
+"""Capacity planner rules (spark_jobs/enmasse_capacity/rules.py) on cases worked out by hand.
 
 Every expected number is written literally; the comment next to it shows
 the arithmetic.
@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                 "spark_jobs"))
 
-import capacity_lib as lib  # noqa: E402
+from enmasse_capacity import rules as lib  # noqa: E402
 
 pytestmark = pytest.mark.unit
 

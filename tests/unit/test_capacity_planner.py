@@ -1,9 +1,9 @@
-"""The capacity planner's driver side (spark_jobs/capacity_plan.py, no Spark):
-placement proposals, verdicts, quota, model errors, atomic outputs and the
-module_utils import shim. The aggregated metrics are built by hand."""
+"""The capacity planner's driver side (spark_jobs/enmasse_capacity: planner,
+pools, read, cli; no Spark): placement proposals, verdicts, quota, model
+errors, atomic outputs, and the supported way to import the collection's
+rules. The aggregated metrics are built by hand; nothing here imports pyspark."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -12,8 +12,8 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "spark_jobs"))
 
-import capacity_lib as lib  # noqa: E402
-import capacity_plan as cp  # noqa: E402
+from enmasse_capacity import cli, planner, read  # noqa: E402
+from enmasse_capacity import rules as lib  # noqa: E402
 
 pytestmark = pytest.mark.unit
 
@@ -68,7 +68,7 @@ def build_agg(infra, space, brokers, routers, queues, anycast=(), days=2, broker
             agg["address_node"].append(r)
     for ws in windows:
         for b in brokers:
-            held_bytes = sum(size for held, _, size in queues.values() if b in held)
+            held_bytes = sum(size for held, _unused, size in queues.values() if b in held)
             agg["node_windows"].append({"infra": infra, "address_space": scope, "node": b, "node_kind": "broker",
                                         "ws": ws, "memory_used": 64 * 2 ** 20 + held_bytes, "memory_max": 2 ** 31,
                                         "disk_used": 50 * 2 ** 20 + held_bytes, "disk_max": 20 * 2 ** 30,
@@ -81,7 +81,7 @@ def build_agg(infra, space, brokers, routers, queues, anycast=(), days=2, broker
                                         "disk_used": None, "disk_max": None, "connections": 100.0, "links": 50.0,
                                         "n": 5})
             agg["node_throughput"].append({"infra": infra, "node": rt, "node_kind": "router", "ws": ws,
-                                           "thr": sum(t for _, t, _ in queues.values()) / len(routers)})
+                                           "thr": sum(t for _unused, t, _unused in queues.values()) / len(routers)})
     return agg
 
 
@@ -94,8 +94,8 @@ def model(space_plan, addresses, placement, stype="standard", space="s1"):
 def plan_for(tmp_path, agg, doc, cm=None):
     p = tmp_path / "model.json"
     p.write_text(json.dumps(doc))
-    spaces, cat, cur = cp.load_model(str(p))
-    return cp.Planner(agg, spaces, cat, cur, lib.load_capacity_model(cm or {})).run()
+    spaces, cat, cur = read.load_model(str(p))
+    return planner.Planner(agg, spaces, cat, cur, lib.load_capacity_model(cm or {})).run()
 
 
 def q(name, plan="standard-medium-queue"):
@@ -105,7 +105,7 @@ def q(name, plan="standard-medium-queue"):
 def test_overloaded_broker_moves_one_queue_to_the_idle_one(tmp_path):
     # q1 and q2 each 9000 msg/s (in + out) on b0: 18000 > 0.8 x 20000; b1 is empty
     agg = build_agg("i", "s1", ["b0", "b1"], ["r0"], {"q1": (["b0"], 9000.0, 10 * 2 ** 20),
-                                                       "q2": (["b0"], 9000.0, 10 * 2 ** 20)})
+                                                      "q2": (["b0"], 9000.0, 10 * 2 ** 20)})
     plan = plan_for(tmp_path, agg, model("standard-medium", [q("q1"), q("q2")], {"q1": ["b0"], "q2": ["b0"]}))
     pool = plan["infrastructures"][0]["broker_pools"][0]
     assert pool["verdict"]["verdict"] == lib.RIGHT and pool["verdict"]["change"] == 0
@@ -122,7 +122,7 @@ def test_overloaded_broker_moves_one_queue_to_the_idle_one(tmp_path):
 def test_three_hot_queues_need_a_third_broker(tmp_path):
     # each needs 9000 / 16000 = 0.5625 of a broker: no two fit together
     agg = build_agg("i", "s1", ["b0", "b1"], ["r0"], {"h0": (["b0"], 9000.0, 2 ** 20), "h1": (["b0"], 9000.0, 2 ** 20),
-                                                       "h2": (["b1"], 9000.0, 2 ** 20)})
+                                                      "h2": (["b1"], 9000.0, 2 ** 20)})
     plan = plan_for(tmp_path, agg, model("standard-medium", [q("h0"), q("h1"), q("h2")],
                                          {"h0": ["b0"], "h1": ["b0"], "h2": ["b1"]}))
     inf = plan["infrastructures"][0]
@@ -166,9 +166,8 @@ def test_quota_exceeded_makes_the_space_under_provisioned(tmp_path):
 
 def test_routers_verdict_uses_credits_and_load(tmp_path):
     agg = build_agg("i", "s1", ["b0"], ["r0", "r1", "r2"], {"q0": (["b0"], 10.0, 0)}, anycast=["a0"])
-    plan = plan_for(tmp_path, agg, model("standard-medium", [q("q0"), {"address": "a0", "type": "anycast",
-                                                                         "plan": "standard-small-anycast"}],
-                                         {"q0": ["b0"]}))
+    a0 = {"address": "a0", "type": "anycast", "plan": "standard-small-anycast"}
+    plan = plan_for(tmp_path, agg, model("standard-medium", [q("q0"), a0], {"q0": ["b0"]}))
     rp = plan["infrastructures"][0]["router_pools"][0]
     # credits 0.01 + 0.001 -> 1 router; load tiny -> 3 routers is over-provisioned by 2
     assert rp["verdict"]["needed_by_credits"] == 1
@@ -194,16 +193,16 @@ def test_model_errors_are_clear(tmp_path):
     p = tmp_path / "m.json"
     p.write_text(json.dumps(bad))
     with pytest.raises(lib.InputError) as e:
-        cp.load_model(str(p))
+        read.load_model(str(p))
     assert "'no-such-plan' is not a known address plan" in str(e.value)
     bad = model("gold", [q("q1")], {})
     p.write_text(json.dumps(bad))
     with pytest.raises(lib.InputError) as e:
-        cp.load_model(str(p))
+        read.load_model(str(p))
     assert "'gold' is not a known address space plan" in str(e.value)
     p.write_text("{not json")
     with pytest.raises(lib.InputError) as e:
-        cp.load_model(str(p))
+        read.load_model(str(p))
     assert "is not valid JSON" in str(e.value)
 
 
@@ -223,7 +222,7 @@ address_spaces:
 current_placement:
   s1/q1: [b0]
 """)
-    spaces, cat, cur = cp.load_model(str(p))
+    spaces, cat, cur = read.load_model(str(p))
     assert spaces[0]["infra"] == "lab" and cat.address_plan("tiny-queue")["resources"]["broker"] == 0.001
     assert cur == {("s1", "q1"): ["b0"]}
 
@@ -233,44 +232,78 @@ def test_atomic_write_all_leaves_nothing_on_failure(tmp_path):
     bad = tmp_path / "adir"
     bad.mkdir()
     with pytest.raises(OSError):
-        cp.atomic_write_all([(str(good), "<html/>"), (str(bad), "{}")])   # renaming onto a directory fails
+        cli.atomic_write_all([(str(good), "<html/>"), (str(bad), "{}")])   # renaming onto a directory fails
     assert not good.exists()
     assert [f for f in os.listdir(str(tmp_path)) if f.endswith(".tmp")] == []
-    cp.atomic_write_all([(str(good), "x"), (str(tmp_path / "plan.json"), "{}")])
+    cli.atomic_write_all([(str(good), "x"), (str(tmp_path / "plan.json"), "{}")])
     assert good.read_text() == "x" and (tmp_path / "plan.json").read_text() == "{}"
 
 
-def test_import_shim_uses_enmasse_mu_next_to_the_job(tmp_path):
-    """The capacity_planner role installs the job with module_utils copied
-    next to it as the package enmasse_mu/."""
-    job = tmp_path / "job"
-    shutil.copytree(os.path.join(REPO, "plugins", "module_utils"), str(job / "enmasse_mu"))
-    (job / "enmasse_mu" / "__init__.py").write_text("")
-    for f in ("capacity_plan.py", "capacity_lib.py", "capacity_report.py"):
-        shutil.copy(os.path.join(REPO, "spark_jobs", f), str(job / f))
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    out = subprocess.run([sys.executable, "-c", "import capacity_plan as c; print(c.placement.__name__, "
-                                                "c.plans.__name__)"],
-                         cwd=str(job), env=env, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["enmasse_mu.placement", "enmasse_mu.plans"]
+def _bundle_layout(tmp_path):
+    """The layout the capacity_planner role installs: the job and the
+    module_utils it imports (the job_bundle lookup) under one lib/ directory."""
+    from ansible_collections.enmasse.messaging.plugins.lookup import job_bundle
+    lib_dir = tmp_path / "lib"
+    for e in job_bundle.bundle(root=REPO):
+        dest = lib_dir / e["path"]
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(e["content"])
+    return lib_dir
 
 
-def test_import_shim_from_a_source_checkout():
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    out = subprocess.run([sys.executable, "-c", "import capacity_plan as c; print(c.placement.__name__)"],
-                         cwd=os.path.join(REPO, "spark_jobs"), env=env, capture_output=True, text=True)
+def test_job_imports_the_collection_from_the_role_bundle(tmp_path):
+    """The supported way: the directory holding ansible_collections/ on
+    PYTHONPATH; nothing outside the bundle is read."""
+    lib_dir = _bundle_layout(tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(lib_dir))
+    code = ("import sys, capacity_plan, enmasse_capacity.planner as p, enmasse_capacity.read as r; "
+            "print(p.placement.__file__); print(r.documents.__file__); print('pyspark' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=str(lib_dir), env=env, capture_output=True, check=False, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ansible_collections.enmasse.messaging.plugins.module_utils.placement"
+    lines = out.stdout.split()
+    assert lines[:2] == [str(lib_dir / "ansible_collections/enmasse/messaging/plugins/module_utils/model/placement.py"),
+                         str(lib_dir / "ansible_collections/enmasse/messaging/plugins/module_utils/model/documents.py")]
+    assert lines[2] == "False"
+
+
+def test_job_without_the_collection_on_the_path_says_how(tmp_path):
+    env = dict(os.environ, PYTHONPATH="")
+    out = subprocess.run([sys.executable, os.path.join(REPO, "spark_jobs", "capacity_plan.py"), "--help"],
+                         cwd=str(tmp_path), env=env, capture_output=True, check=False, text=True)
+    assert out.returncode == 2
+    assert "put the directory that holds ansible_collections/ on PYTHONPATH" in out.stderr
+
+
+def test_planner_runs_without_spark():
+    """The planner half of the job never imports pyspark (only aggregate.py
+    and read.py's Spark readers do, when called)."""
+    code = ("import sys; from enmasse_capacity import cli, planner, pools, read, report, rules; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([sys.executable, "-c", code], cwd=os.path.join(REPO, "spark_jobs"), env=env,
+                         capture_output=True, check=False, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_schema_derived_columns():
+    """The job's column lists come from model/schema.py (one definition)."""
+    from ansible_collections.enmasse.messaging.plugins.module_utils.model import schema
+    assert read.ADDRESS_REQUIRED == ("ts", "infra", "address_space", "address", "address_type", "plan", "node",
+                                     "node_kind", "messages_added", "messages_acknowledged", "message_count")
+    assert read.NODE_REQUIRED == ("ts", "infra", "address_space", "node", "node_kind", "memory_used", "uptime_ms")
+    assert set(read.ADDRESS_REQUIRED) | set(read.ADDRESS_OPTIONAL) == set(schema.field_names(schema.ADDRESSES))
+    assert set(read.NODE_REQUIRED) | set(read.NODE_OPTIONAL) == set(schema.field_names(schema.NODES))
+    assert read.ADDRESS_OPTIONAL["persistent_size"] == "bigint" and read.NODE_OPTIONAL["connections"] == "int"
+    assert "uptime_ms" in read.NODE_NONNEG and "address" not in read.ADDRESS_NONNEG
+    assert set(lib.ADDRESS_TYPES) == set(schema.ADDRESS_TYPES)
 
 
 def test_report_renders_self_contained(tmp_path):
     import re
-    import capacity_report
+    from enmasse_capacity import report as capacity_report
     agg = build_agg("i", "s1", ["b0", "b1"], ["r0"], {"h0": (["b0"], 9000.0, 2 ** 20), "h1": (["b0"], 9000.0, 2 ** 20),
-                                                       "h2": (["b1"], 9000.0, 2 ** 20)})
+                                                      "h2": (["b1"], 9000.0, 2 ** 20)})
     agg["space_windows"] = [{"infra": "i", "address_space": "s1", "ws": T0 + i * W, "r_in": 100.0 + i,
                              "r_out": 99.0 + i, "addresses": 3} for i in range(50)]
     plan = plan_for(tmp_path, agg, model("standard-medium", [q("h0"), q("h1"), q("h2")],
@@ -301,3 +334,28 @@ def test_generator_is_deterministic(tmp_path):
                     ("ts", "ascending")]))
     assert a["growth"]["relative_per_day"] == 0.05 and set(a["hot"]) == {"tenant-a/hot-0", "tenant-a/hot-1",
                                                                          "tenant-a/hot-2"}
+
+
+def test_node_statistics_and_goals_by_hand():
+    """measures: per-node statistic over window averages, reported maxima,
+    the capacity a node is planned with, and the hard goals."""
+    from enmasse_capacity import measures
+    cm = lib.load_capacity_model({"node_statistic": "max", "rate_statistic": "avg"})
+    windows = [{"infra": "i", "node": "b0", "node_kind": "broker", "address_space": "_infra", "memory_used": m,
+                "memory_max": 1000, "disk_used": None, "disk_max": None, "connections": 2, "links": None}
+               for m in (100.0, 300.0, 200.0)]
+    thr = [{"infra": "i", "node": "b0", "thr": t} for t in (10.0, 30.0)]
+    st = measures._node_stats(windows, thr, cm)[("i", "b0")]
+    assert st["memory_used"] == 300.0 and st["memory_max"] == 1000          # max of the window averages
+    assert st["msg_rate"] == 20.0 and st["msg_rate_max"] == 30.0            # (10 + 30) / 2
+    assert st["scopes"] == ["_infra"] and "disk_used" not in st
+    cm["broker"]["prefer_reported_max"] = True
+    assert measures._capacity("broker", "memory", st, cm) == 1000.0          # the node's own maximum
+    assert measures._capacity("broker", "msg_rate", st, cm) == float(cm["broker"]["resources"]["msg_rate"]["capacity"])
+    nodes = [{"node": "b0", "utilisation_before": {"memory": 0.9}, "utilisation_after": {"memory": 0.5}},
+             {"node": "b1", "utilisation_before": None, "utilisation_after": {"memory": 0.95}}]
+    g = measures._capacity_goals(nodes, ["memory"], {"memory": 0.8}, "broker")[0]
+    assert (g["holds_before"], g["violations_before"], g["holds_after"], g["violations_after"]) == \
+        (False, ["b0"], False, ["b1"])
+    assert measures._util({"memory": 50.0, "disk": 1.0}, {"memory": 100.0}) == {"memory": 0.5, "disk": None}
+    assert measures._median([3, None, 1, 2, 10]) == 2.5 and measures._median([]) is None

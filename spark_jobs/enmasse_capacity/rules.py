@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: enmasse.messaging contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pure-Python rules of the capacity planner (no Spark, no Ansible).
+"""Pure-Python rules of the capacity planner (no Spark, no Ansible): the
+numeric definitions, the capacity model and input-file loading.
 
 Everything numeric that the Spark job does is defined here once, so it can be
 unit-tested with hand-computed numbers; the Spark job implements the same
@@ -31,14 +32,18 @@ import json
 import math
 import os
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import schema
+
 KIB = 1024
 MIB = 1024 * KIB
 GIB = 1024 * MIB
 
-BROKER_HELD_TYPES = ("queue", "topic", "subscription", "deadletter")
+# the address types and node kinds of the metrics schema (model/schema.py);
+# ADDRESS_TYPES' order gives the type codes of the Spark aggregation
 ROUTER_ONLY_TYPES = ("anycast", "multicast")
+BROKER_HELD_TYPES = tuple(t for t in schema.ADDRESS_TYPES if t not in ROUTER_ONLY_TYPES)
 ADDRESS_TYPES = BROKER_HELD_TYPES + ROUTER_ONLY_TYPES
-NODE_KINDS = ("broker", "router")
+NODE_KINDS = (schema.BROKER, schema.ROUTER)
 STATISTICS = ("avg", "p95", "p99", "max")
 
 BROKER_RESOURCES = ("memory", "disk", "connections", "msg_rate")

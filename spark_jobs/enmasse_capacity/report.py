@@ -13,7 +13,7 @@ import datetime as _dt
 import html
 import math
 
-import capacity_lib as lib
+from . import rules as lib
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf"]
@@ -84,8 +84,8 @@ def _nice_max(v):
 def line_chart(series, title, y_label="", hlines=(), width=640, height=240, time_x=True, points=False):
     """series: [(label, [(x, y)])]; hlines: [(y, label, colour)]."""
     pad_l, pad_r, pad_t, pad_b = 56, 12, 24, 40
-    xs = [x for _, pts in series for x, _ in pts]
-    ys = [y for _, pts in series for _, y in pts if y is not None] + [h[0] for h in hlines if h[0] is not None]
+    xs = [x for _unused, pts in series for x, _unused in pts]
+    ys = [y for _unused, pts in series for _unused, y in pts if y is not None] + [h[0] for h in hlines if h[0] is not None]
     if not xs:
         return "<p class='muted'>%s: no data</p>" % esc(title)
     x0, x1 = min(xs), max(xs)
@@ -152,7 +152,7 @@ def bar_chart(categories, groups, title, hline=None, width=None, height=220, y_m
     n = max(1, len(categories))
     g = max(1, len(groups))
     width = width or max(280, min(1100, pad_l + pad_r + n * max(46, 12 * g + 14)))
-    vals = [v for _, vs in groups for v in vs if v is not None] + ([hline[0]] if hline else [])
+    vals = [v for _unused, vs in groups for v in vs if v is not None] + ([hline[0]] if hline else [])
     ymax = y_max or _nice_max(max(vals) if vals else 1.0)
     if vals and max(vals) > ymax:
         ymax = _nice_max(max(vals))
@@ -190,7 +190,7 @@ def bar_chart(categories, groups, title, hline=None, width=None, height=220, y_m
         out.append('<text x="%d" y="%.1f" font-size="10" fill="#b71c1c" text-anchor="end">%s</text>'
                    % (pad_l + pw - 2, sy(hline[0]) - 3, esc(hline[1])))
     lx = pad_l
-    for gi, (label, _) in enumerate(groups):
+    for gi, (label, _unused) in enumerate(groups):
         out.append('<rect x="%d" y="%d" width="10" height="6" fill="%s"/>' % (lx, height - 10, PALETTE[gi % len(PALETTE)]))
         out.append('<text x="%d" y="%d" font-size="10">%s</text>' % (lx + 13, height - 4, esc(label)))
         lx += 24 + 6 * len(label)
@@ -275,8 +275,9 @@ def sec_summary(plan):
             rows.append(["%s" % esc(s["name"]), esc(s["type"]), esc(s["plan"]),
                          "<span class='%s'>%s</span>" % (vclass(sv["verdict"]), esc(sv["verdict"])),
                          "%s &rarr; %s (%s)" % (bv.get("current", "-"), bv.get("needed", "-"), _change(bv.get("change"))),
-                         ("%s &rarr; %s (%s)%s" % (rv.get("current", "-"), rv.get("needed", "-"), _change(rv.get("change")),
-                                                  " shared" if rv.get("note") else "")) if rv else "-",
+                         ("%s &rarr; %s (%s)%s" % (rv.get("current", "-"), rv.get("needed", "-"),
+                                                   _change(rv.get("change")), " shared" if rv.get("note") else ""))
+                         if rv else "-",
                          esc(sv["binding_resource"]), str(len(s["pending"])), str(len(s["moves"])),
                          esc(lib.fmt_bytes(s["data_to_move_bytes"])),
                          esc(", ".join(x for x in (bv.get("note"), (sv.get("quota") or {}).get("note")) if x))])
@@ -495,8 +496,8 @@ def sec_proposal(plan):
                 body.append("<p>%s: pending %s</p>" % (esc(s["name"]), esc(", ".join(
                     "%s (%s)" % (x["address"], x["reason"]) for x in s["pending"]))))
         for p in inf["router_pools"]:
-            body.append("<p>Routers pool %s: %s &rarr; %s</p>" % (esc(p["pool"]), esc(", ".join(p["routers_before"])),
-                                                                   esc(", ".join(p["routers_after"]))))
+            body.append("<p>Routers pool %s: %s &rarr; %s</p>" % (
+                esc(p["pool"]), esc(", ".join(p["routers_before"])), esc(", ".join(p["routers_after"]))))
     return _section("proposal", "Placement proposal", "".join(body))
 
 

@@ -1,0 +1,263 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The capacity job's command line: options, the Spark session, the run
+(read -> aggregate -> plan -> report) and the atomic write of the outputs.
+
+``spark_jobs/capacity_plan.py`` (what spark-submit runs) calls ``main``.
+Exit status: 0 ok, 2 bad input (message on stderr), 1 unexpected failure.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import datetime as _dt
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+from . import rules as lib
+from .aggregate import aggregate
+from .planner import Planner
+from .read import (ADDRESS_OPTIONAL, ADDRESS_REQUIRED, NODE_OPTIONAL, NODE_REQUIRED, load_model, precheck_store,
+                   read_kind, time_filter)
+from .rules import InputError
+
+DESCRIPTION = "Capacity plan for an enmasse.messaging infrastructure, from its own metrics."
+
+
+def _spark_session(args):
+    from pyspark.sql import SparkSession
+    b = SparkSession.builder.master(args.master).appName(args.app_name)
+    conf = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.adaptive.enabled": "true",
+        # splits small enough that every core stays busy to the end of a stage
+        "spark.sql.files.maxPartitionBytes": "16m",
+        # a batch job: the throughput collector, and JIT for the large
+        # generated aggregation methods (a --conf of the same key replaces it)
+        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC -XX:-DontCompileHugeMethods",
+        "spark.executor.extraJavaOptions": "-XX:+UseParallelGC -XX:-DontCompileHugeMethods",
+        # per-address collect_list/percentile groups stay in the hash map
+        # instead of falling back to sorting after 128 groups
+        "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "1000000",
+    }
+    if args.driver_memory:
+        conf["spark.driver.memory"] = args.driver_memory
+    if args.shuffle_partitions:
+        conf["spark.sql.shuffle.partitions"] = str(args.shuffle_partitions)
+    for kv in args.conf or []:
+        if "=" not in kv:
+            raise InputError("--conf %r must be key=value" % kv)
+        k, v = kv.split("=", 1)
+        conf[k] = v
+    for k, v in conf.items():
+        b = b.config(k, v)
+    existing = SparkSession.getActiveSession()
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel(args.log_level)
+    return spark, existing is None
+
+
+def atomic_write_all(pairs):
+    """Write every (path, text) to a temp file beside it, then rename them all
+    into place. All or nothing: when any step fails, the files written so far
+    are removed and any previous versions are put back."""
+    tmps = []
+    done = []       # (path, backup or None) already renamed into place
+    try:
+        for path, text in pairs:
+            d = os.path.dirname(os.path.abspath(path)) or "."
+            os.makedirs(d, exist_ok=True)
+            if os.path.isdir(path):
+                raise IsADirectoryError("output %s is a directory" % path)
+            fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            tmps.append((tmp, path))
+        for tmp, path in tmps:
+            backup = None
+            if os.path.exists(path):
+                backup = path + ".%d.bak" % os.getpid()
+                os.replace(path, backup)
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                if backup:
+                    os.replace(backup, path)
+                raise
+            done.append((path, backup))
+        for _unused, backup in done:
+            if backup and os.path.exists(backup):
+                os.unlink(backup)
+    except BaseException:
+        for path, backup in reversed(done):
+            if os.path.exists(path):
+                os.unlink(path)
+            if backup and os.path.exists(backup):
+                os.replace(backup, path)
+        for tmp, _unused in tmps:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        raise
+
+
+def _json_default(o):
+    if isinstance(o, set):
+        return sorted(o)
+    if isinstance(o, (_dt.date, _dt.datetime)):
+        return o.isoformat()
+    return str(o)
+
+
+def _clean(o):
+    """JSON-safe: NaN/inf -> None."""
+    if isinstance(o, float) and (math.isnan(o) or math.isinf(o)):
+        return None
+    if isinstance(o, dict):
+        return dict((str(k), _clean(v)) for k, v in o.items())
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    return o
+
+
+# ================================================================ CLI
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="capacity_plan.py", description=DESCRIPTION)
+    p.add_argument("--metrics", required=True, help="metrics store root (local dir or any Spark-readable URI)")
+    p.add_argument("--model", required=True,
+                   help="JSON/YAML: address_spaces (with addresses), optional plans and current_placement")
+    p.add_argument("--capacity-model", help="JSON/YAML capacity model (defaults: docs/capacity-planning.md)")
+    p.add_argument("--out-plan", default="capacity-plan.json")
+    p.add_argument("--out-report", default="capacity-report.html")
+    p.add_argument("--master", default="local[*]")
+    p.add_argument("--app-name", default="enmasse-capacity-plan")
+    p.add_argument("--infra", help="only this infrastructure")
+    p.add_argument("--start", help="first instant to use (ISO date or date-time, UTC)")
+    p.add_argument("--end", help="end instant (exclusive)")
+    p.add_argument("--days", type=float, help="use the last N days of data")
+    p.add_argument("--window-seconds", type=int, help="override window_seconds of the capacity model")
+    p.add_argument("--percentile-method", choices=("exact", "approx"))
+    p.add_argument("--shuffle-partitions", type=int)
+    p.add_argument("--driver-memory", help="e.g. 4g (local mode: the whole job)")
+    p.add_argument("--conf", action="append", help="extra Spark conf key=value (repeatable)")
+    p.add_argument("--log-level", default="WARN")
+    p.add_argument("--no-report", action="store_true", help="write only the JSON plan")
+    return p.parse_args(argv)
+
+
+def _parse_instant(s, what):
+    if s is None:
+        return None
+    try:
+        if len(s) == 10:
+            d = _dt.datetime.strptime(s, "%Y-%m-%d")
+        else:
+            d = _dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError("--%s %r is not an ISO date or date-time" % (what, s))
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=_dt.timezone.utc)
+    return d.astimezone(_dt.timezone.utc)
+
+
+def run(args):
+    t0 = time.time()
+    cm_user = lib.load_structured_file(args.capacity_model, "capacity model") if args.capacity_model else {}
+    if args.window_seconds:
+        cm_user = dict(cm_user or {}, window_seconds=args.window_seconds)
+    if args.percentile_method:
+        cm_user = dict(cm_user or {}, percentile_method=args.percentile_method)
+    cm = lib.load_capacity_model(cm_user)
+    spaces, catalogue, current = load_model(args.model)
+    start = _parse_instant(args.start, "start")
+    end = _parse_instant(args.end, "end")
+    for path in (args.out_plan, args.out_report):
+        d = os.path.dirname(os.path.abspath(path))
+        if os.path.exists(d) and not os.access(d, os.W_OK):
+            raise InputError("output directory %s is not writable" % d)
+    precheck_store(args.metrics)
+    spark, owned = _spark_session(args)
+    try:
+        addresses, a_absent = read_kind(spark, args.metrics, "addresses", ADDRESS_REQUIRED, ADDRESS_OPTIONAL)
+        nodes, n_absent = read_kind(spark, args.metrics, "nodes", NODE_REQUIRED, NODE_OPTIONAL, must_exist=False)
+        warnings = []
+        if a_absent:
+            warnings.append("address samples lack optional column(s) %s (treated as null)" % ", ".join(a_absent))
+        if nodes is None:
+            warnings.append("no node samples (%s/nodes): node memory, disk and connections come from the "
+                            "capacity model only" % args.metrics)
+        elif n_absent:
+            warnings.append("node samples lack optional column(s) %s (treated as null)" % ", ".join(n_absent))
+        if args.days:
+            from pyspark.sql import functions as F
+            mx = addresses.agg(F.max("ts")).collect()[0][0]
+            if mx is not None:
+                end_d = mx.replace(tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=1)
+                start = max(start, end_d - _dt.timedelta(days=args.days)) if start else \
+                    end_d - _dt.timedelta(days=args.days)
+        addresses = time_filter(addresses, start, end)
+        if nodes is not None:
+            nodes = time_filter(nodes, start, end)
+        t_read = time.time()
+        adaptive = not args.shuffle_partitions and not any(
+            kv.startswith("spark.sql.shuffle.partitions=") for kv in (args.conf or []))
+        known = [(sp["infra"], sp["name"], a["address"]) for sp in spaces for a in sp["addresses"]]
+        agg = aggregate(spark, addresses, nodes, cm, args.infra, adaptive_partitions=adaptive,
+                        known_addresses=known, known_plans=catalogue.address_plan_names())
+        t_agg = time.time()
+    finally:
+        if owned:
+            spark.stop()
+    if args.infra:
+        spaces = [s for s in spaces if s["infra"] == args.infra]
+        if not spaces:
+            raise InputError("no address space of infrastructure %r in the model" % args.infra)
+    planner = Planner(agg, spaces, catalogue, current, cm, warnings)
+    plan = planner.run()
+    plan["job"] = {"master": args.master, "metrics": args.metrics, "model": os.path.abspath(args.model),
+                   "capacity_model": os.path.abspath(args.capacity_model) if args.capacity_model else None,
+                   "start": start.isoformat() if start else None, "end": end.isoformat() if end else None,
+                   "seconds": {"spark": round(t_agg - t_read, 3), "total": None}}
+    plan["job"]["seconds"]["total"] = round(time.time() - t0, 3)
+    plan = _clean(plan)
+    text = json.dumps(plan, indent=2, sort_keys=True, default=_json_default)
+    outputs = [(args.out_report, None)] if not args.no_report else []
+    if not args.no_report:
+        from . import report
+        html = report.render(plan, agg)
+        outputs = [(args.out_report, html)]
+    atomic_write_all(outputs + [(args.out_plan, text)])
+    return plan
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        plan = run(args)
+    except InputError as e:
+        sys.stderr.write("capacity_plan: error: %s\n" % e)
+        return 2
+    except Exception:
+        traceback.print_exc()
+        sys.stderr.write("capacity_plan: failed unexpectedly; no plan written\n")
+        return 1
+    s = plan["summary"]
+    for i in s:
+        sys.stdout.write("%s: %s (brokers %+d, routers %+d, binding: %s)\n" % (
+            i["infra"], i["verdict"], i["brokers"]["change"], i["routers"]["change"], i["binding_resource"]))
+    sys.stdout.write("plan: %s%s\n" % (args.out_plan, "" if args.no_report else "  report: %s" % args.out_report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
