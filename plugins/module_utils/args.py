@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: enmasse.messaging contributors
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Argument specs shared by the modules.
 
 The connection options are documented once, in the doc fragment

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: enmasse.messaging contributors
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The capacity planner: aggregated metrics + model -> the plan (pure Python).
 
 ``Planner(agg, spaces, catalogue, current_placement, cm, warnings).run()``

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: enmasse.messaging contributors
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One metrics collection: every broker of the configured address spaces and
 the router, appended to the store. The settings are the options of the
 ``metrics_collect`` module, which are also the keys of the scheduled

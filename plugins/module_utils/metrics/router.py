@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: enmasse.messaging contributors
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Sampling a router (qdrouterd / skupper-router) for capacity planning:
 AMQP management QUERY of the router, its addresses, links and connections,
 turned into rows of the metrics schema."""

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: enmasse.messaging contributors
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Parquet metrics store: pyarrow, one new file per sample batch and
 partition (``<kind>/date=<day>/address_space=<space>/``), written under a
 hidden temporary name and renamed, so readers never see half a file."""

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: enmasse.messaging contributors
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The modules' input as the model: the single and the bulk form of
 ``address``, the fields or ``definition`` of ``address_space``. Pure: it
 reads the module's parameters as a dict, never the live system."""

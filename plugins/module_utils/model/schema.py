@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: enmasse.messaging contributors
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The metrics schema: the record layout of the Parquet store.
 
 Defined once: the collector writes it (``metrics.store``), the generator of
