@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: job_bundle
 author:
-  - enmasse.messaging contributors (@enmasse)
+  - EnMasse messaging maintainers (@enmasse-messaging)
 short_description: The Python files a capacity planner host runs, read from this collection
 description:
   - Returns the capacity planning Spark job (C(spark_jobs/capacity_plan.py) and its package
