@@ -81,6 +81,23 @@ def _nice_max(v):
 
 # ------------------------------------------------------------------ SVG plots
 
+def _svg_frame(title, width, height, plot, ymax, sy, tick):
+    """The opening of a chart: the svg element, its title, the plot area
+    ``plot`` = (left, top, width, height) and five y grid lines labelled with
+    ``tick(value)``; the chart appends its marks and closes it."""
+    pad_l, pad_t, pw, ph = plot
+    out = ['<svg width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">'
+           % (width, height, width, height, esc(title)),
+           '<text x="%d" y="15" font-size="13" font-weight="bold">%s</text>' % (pad_l, esc(title)),
+           '<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>' % (pad_l, pad_t, pw, ph)]
+    for i in range(5):
+        yv = ymax * i / 4.0
+        out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>' % (pad_l, pad_l + pw, sy(yv), sy(yv)))
+        out.append('<text x="%d" y="%.1f" font-size="10" text-anchor="end">%s</text>'
+                   % (pad_l - 4, sy(yv) + 3, tick(yv)))
+    return out
+
+
 def line_chart(series, title, y_label="", hlines=(), width=640, height=240, time_x=True, points=False):
     """series: [(label, [(x, y)])]; hlines: [(y, label, colour)]."""
     pad_l, pad_r, pad_t, pad_b = 56, 12, 24, 40
@@ -100,15 +117,7 @@ def line_chart(series, title, y_label="", hlines=(), width=640, height=240, time
     def sy(y):
         return pad_t + ph - (y / ymax) * ph
 
-    out = ['<svg width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">'
-           % (width, height, width, height, esc(title)),
-           '<text x="%d" y="15" font-size="13" font-weight="bold">%s</text>' % (pad_l, esc(title)),
-           '<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>' % (pad_l, pad_t, pw, ph)]
-    for i in range(5):
-        yv = ymax * i / 4.0
-        out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>' % (pad_l, pad_l + pw, sy(yv), sy(yv)))
-        out.append('<text x="%d" y="%.1f" font-size="10" text-anchor="end">%s</text>'
-                   % (pad_l - 4, sy(yv) + 3, _fmt_tick(yv)))
+    out = _svg_frame(title, width, height, (pad_l, pad_t, pw, ph), ymax, sy, _fmt_tick)
     for i in range(5):
         xv = x0 + (x1 - x0) * i / 4.0
         lab = (_dt.datetime.fromtimestamp(xv, _dt.timezone.utc).strftime("%m-%d %H:%M") if time_x
@@ -163,15 +172,8 @@ def bar_chart(categories, groups, title, hline=None, width=None, height=220, y_m
     def sy(y):
         return pad_t + ph - (min(y, ymax) / ymax) * ph
 
-    out = ['<svg width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">'
-           % (width, height, width, height, esc(title)),
-           '<text x="%d" y="15" font-size="13" font-weight="bold">%s</text>' % (pad_l, esc(title)),
-           '<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>' % (pad_l, pad_t, pw, ph)]
-    for i in range(5):
-        yv = ymax * i / 4.0
-        out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>' % (pad_l, pad_l + pw, sy(yv), sy(yv)))
-        out.append('<text x="%d" y="%.1f" font-size="10" text-anchor="end">%s</text>'
-                   % (pad_l - 4, sy(yv) + 3, y_label == "%" and "%.0f%%" % (100 * yv) or _fmt_tick(yv)))
+    out = _svg_frame(title, width, height, (pad_l, pad_t, pw, ph), ymax, sy,
+                     lambda yv: y_label == "%" and "%.0f%%" % (100 * yv) or _fmt_tick(yv))
     for ci, cat in enumerate(categories):
         cx = pad_l + ci * slot + slot / 2.0
         for gi, (label, vs) in enumerate(groups):
