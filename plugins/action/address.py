@@ -24,6 +24,9 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError
+from ansible_collections.enmasse.messaging.plugins.module_utils.input_files import address_list
+
 try:
     import yaml
     _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -51,12 +54,10 @@ def load_addresses(path):
             data = yaml.load(text, Loader=_YAML_LOADER)  # nosec - safe loader
         except yaml.YAMLError as e:
             raise AnsibleActionFail("src: %s is neither JSON nor YAML: %s" % (path, e))
-    if isinstance(data, dict) and "addresses" in data:
-        data = data["addresses"]
-    if not isinstance(data, list):
-        raise AnsibleActionFail("src: %s must hold a list of addresses or a mapping with an addresses list, "
-                                "not %s" % (path, type(data).__name__))
-    return data
+    try:
+        return address_list(data, path)
+    except ConfigError as e:
+        raise AnsibleActionFail(str(e))
 
 
 class ActionModule(ActionBase):

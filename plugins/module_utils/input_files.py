@@ -23,6 +23,13 @@ def read_addresses_file(path):
         raise ConfigError("src: cannot read %s: %s" % (path, e))
     except ValueError as e:
         raise ConfigError("src: %s is not JSON (%s); the action plugin converts YAML on the controller" % (path, e))
+    return address_list(data, path)
+
+
+def address_list(data, path):
+    """The address list in ``data`` read from the file at ``path``: the data
+    itself, or its ``addresses`` list. The one rule for ``src`` files, on the
+    controller (action plugin) and on the host (module)."""
     if isinstance(data, dict) and "addresses" in data:
         data = data["addresses"]
     if not isinstance(data, list):

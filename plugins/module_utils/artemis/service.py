@@ -74,27 +74,21 @@ def service_for(conn):
     return BrokeredService(_client.client_for(conn), conn["broker_name"])
 
 
-def space_context(params, space_name, hide=None):
+def open_space(params, space_name, hide=None, supported_only=True):
     """Connection, ledger, address space (name, type, plan) and the service
     for a module working on ``space_name``. ``hide(secrets)`` is called with
     the connection's secrets as soon as they are known (the runner masks them
-    in the module's output)."""
+    in the module's output); with ``supported_only``, an address space type
+    that is not implemented fails."""
     conn = resolve_connection(params, space_name)
     if hide is not None:
         hide(secrets_of(conn))
     ledger = _ledger.Ledger.load(conn["ledger_path"])
     check_space_owner(ledger, space_name)
     space = space_of(ledger, conn, space_name)
-    return conn, ledger, space, service_for(conn)
-
-
-def open_space(params, space_name, hide=None, supported_only=True):
-    """``space_context``; with ``supported_only``, an address space type that
-    is not implemented fails."""
-    conn, ledger, space, service = space_context(params, space_name, hide)
     if supported_only:
         check_supported(space["type"])
-    return conn, ledger, space, service
+    return conn, ledger, space, service_for(conn)
 
 
 def check_supported(space_type):
