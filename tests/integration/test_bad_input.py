@@ -45,14 +45,6 @@ SPACE_CASES = [
          "type", "'mixed'", "must be one of"),
     Case("space-type-change", "address_space", {"type": "standard", "plan": "standard-small"},
          "type", "'standard'", "cannot change"),
-    Case("space-plan-change-over-quota", "address_space",
-         {"type": "brokered", "plan": "brokered-tiny",
-          "plans": {"address_space_plans": [{"name": "brokered-tiny", "address_space_type": "brokered",
-                                             "resource_limits": {"broker": 0.02, "aggregate": 0.02},
-                                             "address_plans": ["brokered-queue", "brokered-topic",
-                                                               "brokered-subscription",
-                                                               "brokered-deadletter"]}]}},
-         "brokered-tiny", "brokered-queue", "quota exceeded"),
 ]
 
 ADDRESS_CASES = [
