@@ -20,8 +20,8 @@ def test_default_catalogue_is_enmasse_example_plans_plus_one_documented_addition
     assert cat.address_plan("brokered-queue")["resources"] == {"broker": 0.0}
     assert cat.address_plan("brokered-deadletter")["resources"] == {}
     assert cat.address_space_plan("brokered-single-broker")["resource_limits"] == {"broker": 1.9}
-    assert cat.address_space_plan("standard-small")["resource_limits"] == {"router": 1.0, "broker": 1.0,
-                                                                          "aggregate": 2.0}
+    limits = cat.address_space_plan("standard-small")["resource_limits"]
+    assert limits == {"router": 1.0, "broker": 1.0, "aggregate": 2.0}
     assert cat.address_space_plan("standard-small")["infra_config_ref"] == "default-minimal"
     # EnMasse's AddressPlans carry no address space type
     assert all("address_space_type" not in cat.address_plan(n) for n in model_plans.EXAMPLE_ADDRESS_PLAN_NAMES)
@@ -45,7 +45,7 @@ def test_plans_read_as_enmasse_ships_them_and_written_back_the_same():
         plan, errs = read(doc)
         assert errs == [], (doc["metadata"]["name"], errs)
         again = write(plan, labels={"app": "enmasse"})
-        assert again["spec"].items() >= {k: v for k, v in doc["spec"].items()}.items()
+        assert again["spec"].items() >= doc["spec"].items()
 
 
 def test_user_plans_merge_over_defaults_and_accept_enmasse_documents():
@@ -67,8 +67,8 @@ def test_user_plans_merge_over_defaults_and_accept_enmasse_documents():
 def test_legacy_v1beta1_documents():
     plan, errs = model_plans.read_address_plan({
         "apiVersion": "admin.enmasse.io/v1beta1", "kind": "AddressPlan", "metadata": {"name": "old-q"},
-        "addressType": "queue", "displayName": "Old", "requiredResources": [{"name": "broker", "credit": 0.2},
-                                                                             {"name": "router", "credit": 0.02}]})
+        "addressType": "queue", "displayName": "Old",
+        "requiredResources": [{"name": "broker", "credit": 0.2}, {"name": "router", "credit": 0.02}]})
     assert errs == [] and plan["resources"] == {"broker": 0.2, "router": 0.02}
     plan, errs = model_plans.read_space_plan({
         "apiVersion": "admin.enmasse.io/v1alpha1", "kind": "AddressSpacePlan", "metadata": {"name": "old"},

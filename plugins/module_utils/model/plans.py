@@ -634,8 +634,7 @@ def ttl_conflict(address_ttl, plan_ttl):
     eff = effective_ttl(address_ttl, plan_ttl)
     if eff.get("minimum") is not None and eff.get("maximum") is not None and eff["minimum"] > eff["maximum"]:
         return ("%r does not overlap the bounds of its plan %r: the address can only narrow them (effective "
-                "minimum %d would exceed effective maximum %d)" % (address_ttl, plan_ttl, eff["minimum"],
-                                                                  eff["maximum"]))
+                "minimum %d would exceed effective maximum %d)" % (address_ttl, plan_ttl, eff["minimum"], eff["maximum"]))
     return None
 
 

@@ -22,16 +22,18 @@ B190 = {"name": "b190", "address_space_type": "brokered", "resource_limits": {"b
         "address_plans": ["small-queue", "brokered-topic", "brokered-deadletter", "brokered-subscription"]}
 
 
-def plan_module(space, module, check_mode=False, diff=False, **args):
+def plan_module(space, module, fields=None, check_mode=False, diff=False, **args):
+    """Run a plan module on the test host's catalogue with ``fields`` and ``args``."""
+    args = dict(fields or {}, **args)
     args.setdefault("catalogue_path", space.broker.catalogue_path)
     args.setdefault("spaces_dir", os.path.dirname(space.connection_file))
     return helpers.run_module(module, args, check_mode=check_mode, diff=diff)
 
 
 def make_b190(space):
-    res = plan_module(space, "address_plan", **SMALL_QUEUE)
+    res = plan_module(space, "address_plan", SMALL_QUEUE)
     assert not res.failed and res.changed, res
-    res = plan_module(space, "address_space_plan", **B190)
+    res = plan_module(space, "address_space_plan", B190)
     assert not res.failed and res.changed, res
 
 
@@ -40,14 +42,14 @@ def small(name, **kw):
 
 
 def test_plan_modules_are_idempotent_with_check_mode_diff_and_info(space):
-    dry = plan_module(space, "address_plan", check_mode=True, diff=True, **SMALL_QUEUE)
+    dry = plan_module(space, "address_plan", SMALL_QUEUE, check_mode=True, diff=True)
     assert dry.changed and not os.path.exists(space.broker.catalogue_path)
     assert dry["diff"]["after"]["small-queue"]["resources"] == {"broker": 0.01}
-    first = plan_module(space, "address_plan", diff=True, **SMALL_QUEUE)
+    first = plan_module(space, "address_plan", SMALL_QUEUE, diff=True)
     assert first.changed and first["changes"]["created"] == ["small-queue"]
     doc = first["plans"][0]["document"]
     assert doc["apiVersion"] == "admin.enmasse.io/v1beta2" and doc["spec"]["addressType"] == "queue"
-    again = plan_module(space, "address_plan", **SMALL_QUEUE)
+    again = plan_module(space, "address_plan", SMALL_QUEUE)
     assert not again.changed
     # the same plan as an EnMasse document is the same plan
     same = plan_module(space, "address_plan", definition=doc)
@@ -109,21 +111,21 @@ def test_plans_in_use_are_protected_and_a_forced_change_warns_without_failing_un
     assert not space.run("address", addresses=addrs).failed
     res = plan_module(space, "address_plan", name="small-queue", state="absent")
     assert res.failed and "address plan 'small-queue' cannot be deleted: it is used by 150 address(es)" in res.msg
-    res = plan_module(space, "address_plan", **dict(SMALL_QUEUE, address_type="topic"))
+    res = plan_module(space, "address_plan", dict(SMALL_QUEUE, address_type="topic"))
     assert res.failed and "address_type 'queue' cannot change to 'topic'" in res.msg
     res = plan_module(space, "address_space_plan", name="b190", state="absent")
     assert res.failed and "used by address spaces itest" in res.msg
     dropped = dict(B190, address_plans=["brokered-topic"])
-    res = plan_module(space, "address_space_plan", **dropped)
+    res = plan_module(space, "address_space_plan", dropped)
     assert res.failed and "cannot drop small-queue while addresses use them: itest/q000" in res.msg
     # credits up: 150 x 0.02 = 3.0 > 1.9; refused, then forced
     dearer = dict(SMALL_QUEUE, resources={"broker": 0.02})
-    res = plan_module(space, "address_plan", diff=True, **dearer)
+    res = plan_module(space, "address_plan", dearer, diff=True)
     assert res.failed and "address space 'itest' would be over the quota of plan 'b190'" in res.msg
     assert "use force: true" in res.msg
-    res = plan_module(space, "address_plan", force=True, diff=True, **dearer)
-    assert not res.failed and res.changed and res["in_use"]["small-queue"] == {"address_spaces": ["itest"],
-                                                                              "addresses": 150}
+    res = plan_module(space, "address_plan", dearer, force=True, diff=True)
+    assert not res.failed and res.changed
+    assert res["in_use"]["small-queue"] == {"address_spaces": ["itest"], "addresses": 150}
     assert res["diff"]["before"]["small-queue"]["resources"] == {"broker": 0.01}
     # the same call again changes nothing and does not fail: a warning with the numbers
     res = space.run("address", addresses=addrs)
@@ -151,8 +153,8 @@ def test_address_ttl_narrows_the_plan_bounds_on_the_broker(space):
                       message_ttl={"minimum": 1000, "maximum": 5000})
     assert not res.failed, res
     plan = dict(B190, address_plans=B190["address_plans"] + ["ttl-queue"])
-    assert not plan_module(space, "address_plan", **SMALL_QUEUE).failed
-    assert not plan_module(space, "address_space_plan", **plan).failed
+    assert not plan_module(space, "address_plan", SMALL_QUEUE).failed
+    assert not plan_module(space, "address_space_plan", plan).failed
     assert not space.run("address_space", type="brokered", plan="b190").failed
     res = space.run("address", address="narrow", type="queue", plan="ttl-queue",
                     message_ttl={"minimum": 500, "maximum": 60000})
