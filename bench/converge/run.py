@@ -2,7 +2,8 @@
 
 Starts a real ActiveMQ Artemis (the integration tests' ``ArtemisBroker``: NIO
 journal, Jolokia on 127.0.0.1), creates the space with a plan that allows the
-numbers (``bench-unlimited``, passed through the ``plans`` option), and times
+numbers (``bench-unlimited``, written to the test host's plan catalogue with
+the plan modules), and times
 with ``time.perf_counter``:
 
 * bulk form: one ``enmasse.messaging.address`` invocation with ``addresses``
@@ -53,8 +54,7 @@ PLANS = {
     "address_space_plans": [{"name": SPACE_PLAN, "address_space_type": "brokered",
                              "resource_limits": {"router": 0, "broker": 1000, "aggregate": 1000},
                              "address_plans": [ADDRESS_PLAN, "brokered-deadletter"]}],
-    "address_plans": [{"name": ADDRESS_PLAN, "address_space_type": "brokered", "address_type": "queue",
-                       "resources": {"broker": 0.0001}}],
+    "address_plans": [{"name": ADDRESS_PLAN, "address_type": "queue", "resources": {"broker": 0.0001}}],
 }
 TARGETS = {"first_10k": 60.0, "rerun_10k": 10.0, "speedup": 20.0, "playbook_rerun_10k": 6.0}
 SECTION = "## Broker convergence"
@@ -70,14 +70,18 @@ class Bench(object):
         self.broker = broker
         self.connection_file = connection_file
         self.log = log
-        self.base = {"connection_file": connection_file, "address_space": SPACE, "plans": PLANS}
+        self.base = {"connection_file": connection_file, "address_space": SPACE}
 
     # ------------------------------------------------------------- helpers
     def reset(self):
         """Empty broker and ledger, the space recorded with the bench plan."""
         self.broker.wipe()
+        # the bench plans in the test host's catalogue (the connection file points to it)
+        for module, key in (("address_plan", "address_plans"), ("address_space_plan", "address_space_plans")):
+            res = helpers.run_module(module, {"catalogue_path": self.broker.catalogue_path, key: PLANS[key]})
+            assert not res.failed, res
         res = helpers.run_module("address_space", {"connection_file": self.connection_file, "name": SPACE,
-                                                   "type": "brokered", "plan": SPACE_PLAN, "plans": PLANS})
+                                                   "type": "brokered", "plan": SPACE_PLAN})
         assert not res.failed, res
 
     def bulk(self, addresses, expect_changed):
@@ -113,19 +117,17 @@ class Bench(object):
 
     def playbook(self, addresses, expect_changed):
         """The list in a variable, as group_vars or extra vars hold it."""
-        args = {"connection_file": self.connection_file, "address_space": SPACE, "plans": "{{ plans }}",
-                "addresses": "{{ addresses }}"}
-        return self._playbook(args, {"addresses": addresses, "plans": PLANS}, expect_changed)
+        args = {"connection_file": self.connection_file, "address_space": SPACE, "addresses": "{{ addresses }}"}
+        return self._playbook(args, {"addresses": addresses}, expect_changed)
 
     def playbook_src(self, addresses, expect_changed):
         """The list in a file on the controller (``src``)."""
         path = os.path.join(tempfile.gettempdir(), "enmasse-bench-addresses.json")
         with open(path, "w") as f:
             json.dump({"addresses": addresses}, f)
-        args = {"connection_file": self.connection_file, "address_space": SPACE, "plans": "{{ plans }}",
-                "src": path}
+        args = {"connection_file": self.connection_file, "address_space": SPACE, "src": path}
         try:
-            return self._playbook(args, {"plans": PLANS}, expect_changed)
+            return self._playbook(args, {}, expect_changed)
         finally:
             os.remove(path)
 
@@ -290,7 +292,7 @@ def render(results, facts, load_before, load_after, started, args):
                      facts["artemis"], facts["jvm"], facts["java"]))
     lines.append("* Python %s, %s; modules talk to Jolokia with bulk requests (batches of 500, "
                  "4 in parallel)" % (facts["python"], facts["ansible_core"]))
-    lines.append("* plan catalogue extension passed with `plans`: address space plan `%s` "
+    lines.append("* plans written to the host's catalogue with the plan modules: address space plan `%s` "
                  "(broker limit 1000) and address plan `%s` (broker 0.0001)" % (SPACE_PLAN, ADDRESS_PLAN))
     lines += ["", "Method: after one unmeasured 1,000-queue converge (JIT warm-up, as on a broker that "
               "has been running), wall-clock `time.perf_counter()` around each *direct module invocation* "

@@ -53,19 +53,34 @@ options:
     description:
       - Timeout of one management HTTP request, in seconds. Defaults to 60.
     type: int
+  catalogue_path:
+    description:
+      - The plan catalogue of the host (see M(enmasse.messaging.address_plan)), which address spaces and
+        addresses are validated against. A plan that is not in it is an error.
+      - Defaults to the connection file's C(catalogue_path), else C(/etc/enmasse-messaging/catalogue.json).
+        Without the file, the catalogue is the default one (EnMasse's example plans and the collection's
+        additions).
+    type: path
 notes:
   - Run the task on the broker host (C(delegate_to)); management listens there only.
 '''
 
-    # The extra plan catalogue of the modules that validate plans.
-    PLANS = r'''
+    # The plan modules: where the catalogue is, where the spaces that use it are.
+    CATALOGUE = r'''
 options:
-  plans:
+  catalogue_path:
     description:
-      - Extra plan catalogue merged over the default one - a mapping with the lists
-        C(address_space_plans) and C(address_plans), each item a plain plan mapping or an EnMasse
-        C(AddressSpacePlan)/C(AddressPlan) document. A plan named like a default plan replaces it.
-    type: dict
+      - The plan catalogue of the host, a JSON file. Every module that validates against plans on this host
+        reads it; without the file, the catalogue is the default one (EnMasse's example plans and the
+        collection's additions), and the first change writes it with them.
+      - Defaults to C(/etc/enmasse-messaging/catalogue.json).
+    type: path
+  spaces_dir:
+    description:
+      - Directory of the connection files of the address spaces on this host, read (with the spaces
+        registered in the catalogue) to find the addresses that use a plan before it is changed or deleted.
+      - Defaults to C(/etc/enmasse-messaging/spaces).
+    type: path
 '''
 
     # The address space the module works on (address, address_info).

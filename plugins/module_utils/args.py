@@ -21,17 +21,24 @@ CONNECTION_ARGS = dict(
     broker_name=dict(type="str"),
     ledger_path=dict(type="path"),
     timeout=dict(type="int"),
+    catalogue_path=dict(type="path"),
 )
 
-PLANS_ARG = dict(type="dict")
+# the options of the plan modules (no address space, so no connection)
+CATALOGUE_ARGS = dict(
+    catalogue_path=dict(type="path"),
+    spaces_dir=dict(type="path"),
+)
+
 # the option naming the address space of address and address_info
 ADDRESS_SPACE_ARG = dict(address_space=dict(type="str", required=True))
 STATE_ARG = dict(type="str", choices=["present", "absent"], default="present")
 FORCE_ARG = dict(type="bool", default=False)
 
 
-def argument_spec(**extra):
-    """The connection options plus the module's own ``extra`` options."""
-    spec = copy.deepcopy(CONNECTION_ARGS)
+def argument_spec(connection=True, **extra):
+    """The connection options (unless ``connection`` is false) plus the
+    module's own ``extra`` options."""
+    spec = copy.deepcopy(CONNECTION_ARGS) if connection else {}
     spec.update(copy.deepcopy(extra))
     return spec

@@ -22,11 +22,12 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.errors import En
 MSG_ERRORS = 20
 
 
-def new_module(options, **kwargs):
+def new_module(options, connection=True, **kwargs):
     """The ``AnsibleModule`` of an enmasse.messaging module: the connection
-    options plus ``options``, check mode supported."""
+    options (unless ``connection`` is false) plus ``options``, check mode
+    supported."""
     kwargs.setdefault("supports_check_mode", True)
-    return AnsibleModule(argument_spec=argument_spec(**options), **kwargs)
+    return AnsibleModule(argument_spec=argument_spec(connection, **options), **kwargs)
 
 
 def hide_secrets(module, *values):

@@ -31,7 +31,13 @@ description:
     broker is created again. An address that exists on the broker but is not owned is adopted
     (recorded in the ledger) when listed.
   - The address space's plan comes from the ledger (recorded by M(enmasse.messaging.address_space))
-    or the connection file's C(plan).
+    or the connection file's C(plan). Plans are looked up in the host's plan catalogue
+    (O(catalogue_path), managed with M(enmasse.messaging.address_plan) and
+    M(enmasse.messaging.address_space_plan)); a plan it does not have is an error.
+  - Quota - an address that is new, or whose plan changes, must fit the address space plan's
+    C(resource_limits) with the addresses that stay; the error names its index in the task and its name.
+    Addresses that exist with the same plan never fail; a space already over quota (its plan changed
+    since) is reported as a warning with the numbers.
   - Refused, with a message naming field, value and rule - changing the type of an address, the topic
     of a subscription or C(subscription.max_consumers); deleting an address that still holds
     messages unless O(force=true) (the message names the address and its message count).
@@ -40,7 +46,6 @@ author:
 extends_documentation_fragment:
   - enmasse.messaging.connection
   - enmasse.messaging.connection.address_space
-  - enmasse.messaging.connection.plans
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.converge
 attributes:
@@ -277,7 +282,7 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service 
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError
 from ansible_collections.enmasse.messaging.plugins.module_utils.input_files import read_addresses_file
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import address_inputs
-from ansible_collections.enmasse.messaging.plugins.module_utils.model.plans import Catalogue
+from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import load_catalogue
 
 OPTIONS = dict(
     args.ADDRESS_SPACE_ARG,
@@ -297,7 +302,6 @@ OPTIONS = dict(
     return_addresses=dict(type="str", choices=list(REPORT_CHOICES)),
     state=args.STATE_ARG,
     force=args.FORCE_ARG,
-    plans=args.PLANS_ARG,
 )
 MUTUALLY_EXCLUSIVE = [("src", name) for name in ("addresses", "definition", "address")]
 
@@ -312,13 +316,13 @@ def converge(module):
             "the plan of address space %r is not known: create it with enmasse.messaging.address_space "
             "(which records it in the ledger %s) or add plan to the connection file %s"
             % (space["name"], conn["ledger_path"], conn["connection_file"]))
-    catalogue = Catalogue.from_data(p["plans"])
-    present, absent, errors = address_inputs(p, space["name"])
+    present, absent, errors, positions = address_inputs(p, space["name"])
     if errors:
         raise ConfigError(errors)
+    unused, catalogue = load_catalogue(p, conn)
     report = p["return_addresses"] or ("changed" if p["addresses"] is not None else "all")
-    return converge_addresses(service, ledger, space, catalogue, present, absent,
-                              prune=p["prune"], force=p["force"], check_mode=module.check_mode, report=report)
+    return converge_addresses(service, ledger, space, catalogue, present, absent, prune=p["prune"], force=p["force"],
+                              check_mode=module.check_mode, report=report, positions=positions)
 
 
 def main():

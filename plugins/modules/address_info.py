@@ -77,7 +77,7 @@ addresses:
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import address_info, open_space
-from ansible_collections.enmasse.messaging.plugins.module_utils.model.plans import Catalogue
+from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import load_catalogue
 
 OPTIONS = dict(
     args.ADDRESS_SPACE_ARG,
@@ -89,7 +89,8 @@ OPTIONS = dict(
 def info(module):
     p = module.params
     conn, ledger, space, service = open_space(p, p["address_space"], runner.secret_hider(module))
-    addresses = address_info(service, ledger, Catalogue.default(), p["addresses"], p["include_unowned"])
+    unused, catalogue = load_catalogue(p, conn)
+    addresses = address_info(service, ledger, catalogue, p["addresses"], p["include_unowned"])
     return {"changed": False, "addresses": addresses}
 
 

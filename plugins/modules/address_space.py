@@ -17,7 +17,10 @@ description:
     by the C(enmasse.messaging.broker) role) are implemented; C(standard) fails as not yet supported.
   - O(state=present) checks that the broker is reachable and is the space's broker, then records the
     space in the ownership ledger. The type is immutable. A plan change is allowed only if the owned
-    addresses fit the new plan's quota and its address plans allow them.
+    addresses fit the new plan's quota and its address plans allow them. Plans are looked up in the host's
+    plan catalogue (O(catalogue_path)); a plan it does not have is an error. The space registers itself in
+    the catalogue, so that M(enmasse.messaging.address_plan) and M(enmasse.messaging.address_space_plan)
+    see which plans it uses.
   - O(state=absent) deletes every owned address of the space (refused while a queue, subscription or
     dead letter address still holds messages, unless O(force=true); the message lists them) and
     clears the ledger. Addresses not created by this collection are left alone.
@@ -25,7 +28,6 @@ author:
   - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.connection
-  - enmasse.messaging.connection.plans
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.converge
 options:
@@ -148,7 +150,8 @@ errors:
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import converge_space, delete_space, open_space
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import space_input
-from ansible_collections.enmasse.messaging.plugins.module_utils.model.plans import Catalogue
+from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import (
+    load_catalogue, register_space, registration_needed, unregister_space)
 
 OPTIONS = dict(
     name=dict(type="str", required=True),
@@ -157,7 +160,6 @@ OPTIONS = dict(
     authentication_service=dict(type="dict"),
     endpoints=dict(type="list", elements="dict"),
     definition=dict(type="dict"),
-    plans=args.PLANS_ARG,
     force=args.FORCE_ARG,
     state=args.STATE_ARG,
 )
@@ -168,13 +170,18 @@ def converge(module):
     # state=present checks the (desired) type itself: it may differ from the recorded one
     conn, ledger, space, service = open_space(p, p["name"], runner.secret_hider(module),
                                               supported_only=p["state"] == "absent")
-    catalogue = Catalogue.from_data(p["plans"])
+    store, catalogue = load_catalogue(p, conn)
     if p["state"] == "absent":
-        return delete_space(service, ledger, p["name"], catalogue, force=p["force"],
-                            check_mode=module.check_mode)
+        result = delete_space(service, ledger, p["name"], catalogue, force=p["force"], check_mode=module.check_mode)
+        unregister_space(store, p["name"], module.check_mode)
+        return result
     desired = space_input(p, ledger.space, conn)
-    return converge_space(service, ledger, desired, catalogue, conn.get("endpoints") or p["endpoints"],
-                          check_mode=module.check_mode)
+    if not module.check_mode and registration_needed(store, desired, conn["ledger_path"]):
+        store.check_writable()  # before the broker or the ledger change
+    result = converge_space(service, ledger, desired, catalogue, conn.get("endpoints") or p["endpoints"],
+                            check_mode=module.check_mode)
+    register_space(store, desired, conn["ledger_path"], module.check_mode)
+    return result
 
 
 def main():

@@ -194,6 +194,11 @@ class ArtemisBroker(object):
         return os.path.join(self.instance, "data", "enmasse-owned.json")
 
     @property
+    def catalogue_path(self):
+        """The plan catalogue of the test host (the connection file points to it)."""
+        return os.path.join(self.instance, "etc", "enmasse-catalogue.json")
+
+    @property
     def management_url(self):
         return "http://127.0.0.1:%d/console/jolokia" % self.http_port
 
@@ -363,6 +368,8 @@ class ArtemisBroker(object):
         assert not left, "could not delete addresses %s" % left
         if os.path.exists(self.ledger_path):
             os.remove(self.ledger_path)
+        if os.path.exists(self.catalogue_path):
+            os.remove(self.catalogue_path)
 
     def connection(self, space, plan=DEFAULT_PLAN, space_type="brokered"):
         """The connection file contents, as roles/broker writes them for a
@@ -378,6 +385,7 @@ class ArtemisBroker(object):
             "management_user": self.management_user,
             "management_password": self.management_password,
             "ledger_path": self.ledger_path,
+            "catalogue_path": self.catalogue_path,
             "messaging_user": self.messaging_user,
             "endpoints": [{"name": "amqp", "host": "127.0.0.1", "port": self.amqp_port, "protocols": ["amqp"]},
                           {"name": "core", "host": "127.0.0.1", "port": self.core_port,

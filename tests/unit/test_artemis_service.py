@@ -259,10 +259,10 @@ def test_refusals_specific_to_brokered_spaces():
     assert artemis_diff.orphan_subscription_errors(["t", "s"], owned) == []
 
 
-def test_quota_order_puts_new_addresses_last():
+def test_quota_order_lists_the_task_first_then_the_owned_addresses_that_stay():
     owned = {"kept": q("kept"), "old": q("old"), "dropped": q("dropped")}
     order = artemis_diff.quota_order([q("new"), q("old")], owned, ["dropped"])
-    assert [a["address"] for a in order] == ["kept", "old", "new"]
+    assert [a["address"] for a in order] == ["new", "old", "kept"]
 
 
 def test_current_for_validation_covers_listed_and_referenced_names_only():
@@ -334,15 +334,16 @@ def params(**kw):
 
 def test_single_form_document_and_bulk_with_per_item_state():
     assert model_inputs.address_inputs(params(address="a", type="queue", plan="p"), "demo") == (
-        [{"address": "a", "type": "queue", "plan": "p"}], [], [])
+        [{"address": "a", "type": "queue", "plan": "p"}], [], [], [0])
     doc = {"apiVersion": "enmasse.io/v1beta1", "kind": "Address", "metadata": {"name": "demo.inv"},
            "spec": {"address": "inv", "type": "queue", "plan": "brokered-queue"}}
-    present, absent, errs = model_inputs.address_inputs(params(definition=doc), "demo")
+    present, absent, errs, unused = model_inputs.address_inputs(params(definition=doc), "demo")
     assert present[0]["address"] == "inv" and not errs
-    present, absent, errs = model_inputs.address_inputs(params(addresses=[q("a"), {"address": "b", "state": "absent"}]),
-                                                        "demo")
+    present, absent, errs, positions = model_inputs.address_inputs(
+        params(addresses=[{"address": "b", "state": "absent"}, q("a")]), "demo")
     assert [a["address"] for a in present] == ["a"] and absent == ["b"] and not errs
-    assert model_inputs.address_inputs(params(address="a", state="absent"), "demo") == ([], ["a"], [])
+    assert positions == [1]  # its index in the task, for the messages
+    assert model_inputs.address_inputs(params(address="a", state="absent"), "demo") == ([], ["a"], [], [])
 
 
 @pytest.mark.parametrize("kw,fragment", [
@@ -355,7 +356,7 @@ def test_single_form_document_and_bulk_with_per_item_state():
     (dict(addresses=[{"address": "x", "state": "gone"}]), "must be one of present, absent"),
 ])
 def test_bad_input_forms(kw, fragment):
-    unused1, unused2, errs = model_inputs.address_inputs(params(**kw), "demo")
+    unused1, unused2, errs, unused3 = model_inputs.address_inputs(params(**kw), "demo")
     assert errs and fragment in " ".join(errs)
 
 

@@ -110,14 +110,42 @@ def test_default_max_consumers_is_not_a_change():
     assert model_validation.validate_addresses(SPACE, addrs, CAT, current=current) == []
 
 
+QUOTA_CAT = Catalogue.from_data({
+    "address_plans": [{"name": "small-queue", "address_type": "queue", "resources": {"broker": 0.01}}],
+    "address_space_plans": [{"name": "b190", "address_space_type": "brokered", "resource_limits": {"broker": 1.9},
+                             "address_plans": ["small-queue"]}]})
+QUOTA_SPACE = {"name": "demo", "type": "brokered", "plan": "b190"}
+
+
 def test_quota_exceeded_names_address_plan_and_limits():
-    addrs = [q("q%03d" % i) for i in range(200)]
-    errs = model_validation.validate_addresses(SPACE, addrs, CAT)
+    addrs = [q("q%03d" % i, plan="small-queue") for i in range(200)]
+    errs = model_validation.validate_addresses(QUOTA_SPACE, addrs, QUOTA_CAT)
     # 190 * 0.01 = 1.9 fits, the 191st does not
     assert len(errs) == 10
-    assert errs[0].startswith("addresses[190](q190).plan: 'brokered-queue' (router 0, broker 0.01) is over "
-                              "quota: quota exceeded for broker, aggregate; address space 'demo' plan "
-                              "'brokered-single-broker' allows router 0, broker 1.9, aggregate 1.9")
+    assert errs[0].startswith("addresses[190](q190).plan: 'small-queue' (router 0, broker 0.01) is over "
+                              "quota: quota exceeded for broker; address space 'demo' plan "
+                              "'b190' allows broker 1.9")
+
+
+def test_quota_names_the_index_in_the_task_and_never_fails_unchanged_addresses():
+    owned = dict(("q%03d" % i, q("q%03d" % i, plan="small-queue")) for i in range(200))
+    # a plan change elsewhere left the space at 2.0 of 1.9: the addresses that
+    # stay never fail, the state is a warning with the numbers
+    stay = [owned[n] for n in sorted(owned)]
+    errs, warns = model_validation.quota_check(QUOTA_SPACE, QUOTA_CAT.address_space_plan("b190"), stay, QUOTA_CAT,
+                                               owned=owned, positions=list(range(200)))
+    assert errs == []
+    assert len(warns) == 1 and "over the quota of its plan 'b190'" in warns[0] and "broker 2 of 1.9" in warns[0]
+    # a new one that costs credits is refused, named by its own index in the task
+    errs, warns = model_validation.quota_check(QUOTA_SPACE, QUOTA_CAT.address_space_plan("b190"),
+                                               [q("new", plan="small-queue")] + stay, QUOTA_CAT, owned=owned,
+                                               positions=[3])
+    assert len(errs) == 1 and errs[0].startswith("addresses[3](new).plan: 'small-queue'"), errs
+
+
+def test_a_space_plan_missing_from_the_catalogue_is_an_error_not_a_skip():
+    errs = model_validation.validate_addresses(dict(SPACE, plan="gone"), [q("a")], CAT)
+    assert len(errs) == 1 and "address_space(demo).plan: 'gone' is not in the plan catalogue" in errs[0]
 
 
 def test_unknown_field_and_settings_on_wrong_type():
@@ -129,7 +157,7 @@ def test_unknown_field_and_settings_on_wrong_type():
     text = "\n".join(errs)
     assert "addresses[0](a).max_consumer: unknown field" in text
     assert "addresses[1](t).subscription: {'max_consumers': 2} is only allowed on subscription addresses" in text
-    assert "addresses[2](b).message_ttl.maximum: -1 must be an integer number of milliseconds >= 0" in text
+    assert "addresses[2](b).message_ttl.maximum: -1 must be an integer number of milliseconds (a Java long) from 0" in text
     assert "minimum 10 must not be greater than maximum 5" in text
 
 

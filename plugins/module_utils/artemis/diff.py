@@ -171,10 +171,11 @@ def messages_held(names, live):
     return out
 
 
-def subscription_setting_errors(addresses):
+def subscription_setting_errors(addresses, positions=None):
     """Brokered spaces cannot give a subscription settings of its own."""
     errs = []
-    for i, a in enumerate(addresses):
+    for n, a in enumerate(addresses):
+        i = positions[n] if positions else n
         if a.get("type") != "subscription":
             continue
         for key in SETTINGS_FIELDS:
@@ -223,11 +224,10 @@ def current_for_validation(present, live, owned, gone):
 
 
 def quota_order(present, owned, deletes):
-    """Addresses in the order quota is accounted: owned ones that stay (not
-    listed), then listed ones already owned, then new ones; so the new ones
-    are those that do not fit."""
+    """The addresses of the space after the change, for the quota: the listed
+    ones in task order (so ``positions`` index them), then the owned ones that
+    stay unlisted. The placement accounts the ones that keep their home (owned,
+    same plan) first, so only new addresses and plan changes can fail."""
     listed = set(a["address"] for a in present)
     gone = set(deletes)
-    kept = [owned[n] for n in sorted(owned) if n not in listed and n not in gone]
-    return kept + [a for a in present if a["address"] in owned] + \
-        [a for a in present if a["address"] not in owned]
+    return list(present) + [owned[n] for n in sorted(owned) if n not in listed and n not in gone]

@@ -135,7 +135,7 @@ REPORT_CHOICES = ("all", "changed", "none")
 
 
 def converge_addresses(service, ledger, space, catalogue, present, absent, prune=False,
-                       force=False, check_mode=False, report="all"):
+                       force=False, check_mode=False, report="all", positions=None):
     """Converge the addresses of a brokered space.
 
     ``present``: plain addresses that must exist; ``absent``: names that must
@@ -143,7 +143,8 @@ def converge_addresses(service, ledger, space, catalogue, present, absent, prune
     live broker is read, compared, and changed in bulk; the ledger records
     what the broker accepted. Returns the module result; ``report`` says
     which addresses it lists: ``all`` named in the task, only the ``changed``
-    ones (created, updated, deleted), or ``none``.
+    ones (created, updated, deleted), or ``none``. ``positions[i]``: the
+    index of ``present[i]`` in the task, for the messages.
     """
     owned = dict(ledger.addresses)  # snapshot: committing changes the ledger
     names = set(a.get("address") for a in present if isinstance(a, dict))
@@ -158,12 +159,16 @@ def converge_addresses(service, ledger, space, catalogue, present, absent, prune
     if prune:
         deletes.extend(n for n in sorted(owned) if n not in names and n not in absent_set)
     current = current_for_validation(present, live, owned, set(deletes))
-    errs.extend(_validation.validate_addresses(space, present, catalogue, current=current, check_quota=False))
-    errs.extend(subscription_setting_errors(present))
+    errs.extend(_validation.validate_addresses(space, present, catalogue, current=current, check_quota=False,
+                                               positions=positions))
+    errs.extend(subscription_setting_errors(present, positions))
     errs.extend(orphan_subscription_errors(deletes, owned))
-    splan = catalogue.address_space_plan(space.get("plan"))
-    if not errs and splan:
-        errs.extend(_validation.quota_check(space, splan, quota_order(present, owned, deletes), catalogue)[0])
+    warnings = []
+    if not errs:
+        quota_errs, warnings = _validation.quota_check(
+            space, catalogue.address_space_plan(space["plan"]), quota_order(present, owned, deletes), catalogue,
+            owned=owned, positions=positions)
+        errs.extend(quota_errs)
     if errs:
         raise ServiceError(errs)
 
@@ -203,8 +208,9 @@ def converge_addresses(service, ledger, space, catalogue, present, absent, prune
               "diff": changes.diff()}
     skipped = [n for n in absent if n not in owned and n in live]
     if skipped:
-        result["warnings"] = ["not deleted, not owned by this collection (created by hand?): %s"
-                              % ", ".join(skipped)]
+        warnings.append("not deleted, not owned by this collection (created by hand?): %s" % ", ".join(skipped))
+    if warnings:
+        result["warnings"] = warnings
     return result
 
 

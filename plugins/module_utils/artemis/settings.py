@@ -21,11 +21,10 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.model.documents 
 PLAIN_KEYS = ("address", "type", "plan", "topic", "subscription", "deadletter", "expiry",
               "message_ttl", "message_redelivery")
 SETTINGS_FIELDS = ("message_ttl", "message_redelivery", "deadletter", "expiry")
-# Artemis applies address settings per address: queues and topics (a topic's
-# settings apply to all its subscriptions); a subscription has none of its own.
-# Artemis applies address settings per address: queues and topics (a topic's
-# settings apply to all its subscriptions); a subscription has none of its own.
-ARTEMIS_SETTINGS_TYPES = ("queue", "topic")
+# Artemis applies address settings per address: queues, topics (a topic's
+# settings apply to all its subscriptions) and dead letter addresses; a
+# subscription has none of its own.
+ARTEMIS_SETTINGS_TYPES = ("queue", "topic", "deadletter")
 
 # (plain field, sub key, Artemis address-settings JSON key); verified against
 # Artemis 2.40: addAddressSettings(String, String json) takes and

@@ -21,10 +21,11 @@ STATES = ("present", "absent")
 
 
 def address_inputs(params, space_name):
-    """Split the address module's input into (present, absent, errors).
+    """Split the address module's input into (present, absent, errors,
+    positions).
 
     ``present``: plain addresses (EnMasse documents normalised); ``absent``:
-    names. The single form (``address`` + fields, or ``definition``) and the
+    names; ``positions[i]``: the index of ``present[i]`` in the task. The single form (``address`` + fields, or ``definition``) and the
     bulk form (``addresses``) are exclusive; in the bulk form an item may
     carry its own ``state``.
     """
@@ -34,17 +35,17 @@ def address_inputs(params, space_name):
     errors = []
     if bulk is not None and (single or definition):
         return [], [], ["use either the single-address form (address, type, plan, ... or definition) "
-                        "or addresses, not both"]
+                        "or addresses, not both"], []
     if single and definition:
-        return [], [], ["use either the address fields or definition, not both"]
+        return [], [], ["use either the address fields or definition, not both"], []
     if bulk is None:
         if not single and not definition:
-            return [], [], ["one of address, definition or addresses is required"]
+            return [], [], ["one of address, definition or addresses is required"], []
         items = [definition if definition else single]
     else:
         items = bulk
     state = params.get("state") or "present"
-    present, absent = [], []
+    present, absent, positions = [], [], []
     for i, item in enumerate(items):
         where = "addresses[%d]" % i
         if not isinstance(item, dict):
@@ -69,7 +70,8 @@ def address_inputs(params, space_name):
         else:
             plain.pop("state", None)
             present.append(plain)
-    return present, absent, errors
+            positions.append(i)
+    return present, absent, errors, positions
 
 
 SPACE_FIELDS = ("type", "plan", "authentication_service", "endpoints")

@@ -133,9 +133,7 @@ def place(items, brokers=None, limits=None, capacity=1.0, new_broker_name=None):
     kept = set()
     for item in items:
         if item.current_brokers and (item.current_plan is None or item.current_plan == item.plan):
-            if not _fits(result.totals, item, limits):
-                # already there: never evicted, but report it
-                pass
+            # already there: never evicted, even over quota (over_quota_warnings)
             n = len(item.current_brokers)
             for b in item.current_brokers:
                 result.brokers.setdefault(b, 0.0)
@@ -233,3 +231,19 @@ def quota_errors(space_name, plan_name, limits, items, label=None):
             % (label(name) + ".plan", item.plan, item.router, item.broker, ", ".join(over) or "the plan",
                space_name, plan_name, allowed or "nothing", res.totals["router"], res.totals["broker"]))
     return msgs, res
+
+
+def over_quota_warnings(space_name, plan_name, limits, result):
+    """Warnings when the addresses that already have a home exceed the plan's
+    limits (the plan changed since they were placed): they stay, nothing new
+    that costs credits fits until the space is back under its limits."""
+    over = []
+    for key in ("router", "broker", "aggregate"):
+        lim = (limits or {}).get(key)
+        if lim is not None and result.totals[key] > lim + EPS:
+            over.append("%s %g of %g" % (key, result.totals[key], lim))
+    if not over:
+        return []
+    return ["address space %r is over the quota of its plan %r: its addresses use %s; they stay, but no "
+            "address that costs credits can be added until the space is within its limits (move it to a "
+            "larger plan or delete addresses)" % (space_name, plan_name, ", ".join(over))]

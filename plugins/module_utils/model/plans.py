@@ -3,10 +3,15 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Plan catalogue: address space plans and address plans, as data.
 
-The default catalogue mirrors EnMasse's example plans. Users extend or override
-it with their own plans (``Catalogue.from_data``). This is the only place that
-knows what a plan costs; modules, roles and the Spark capacity planner all ask
-it.
+The default catalogue is EnMasse 0.33.1's example plans, unchanged
+(``example_plans.py``), plus the collection's own additions
+(``COLLECTION_PLANS``: a plan for brokered subscriptions, which EnMasse's
+brokered spaces do not have). Plans managed with the ``address_plan`` and
+``address_space_plan`` modules are stored on the host
+(``catalogue/store.py``) and replace or extend it.
+
+This is the only place that knows what a plan is and what it costs; modules,
+roles, filters and the Spark capacity planner all ask it. Pure Python.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,88 +19,25 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import difflib
+import math
+import re
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import errors as _errors
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import example_plans as _examples
 
 STANDARD = "standard"
 BROKERED = "brokered"
 
+ADMIN_GROUP = "admin.enmasse.io"
+PLAN_API_VERSION = ADMIN_GROUP + "/v1beta2"
+# the versions EnMasse 0.33's CRDs serve for AddressPlan and AddressSpacePlan
+PLAN_API_VERSIONS = (ADMIN_GROUP + "/v1beta2", ADMIN_GROUP + "/v1beta1", ADMIN_GROUP + "/v1alpha1")
+INFRA_API_VERSIONS = (ADMIN_GROUP + "/v1beta1", ADMIN_GROUP + "/v1alpha1")
+INFRA_KINDS = {STANDARD: "StandardInfraConfig", BROKERED: "BrokeredInfraConfig"}
+
 _LIMITS_KEYS = ("router", "broker", "aggregate")
 _RESOURCE_KEYS = ("router", "broker")
-
-
-def _ap(name, space_type, address_type, router=0.0, broker=0.0, partitions=1,
-        message_ttl=None, message_redelivery=None, display=None):
-    plan = {
-        "name": name,
-        "address_space_type": space_type,
-        "address_type": address_type,
-        "display_name": display or name,
-        "resources": {"router": router, "broker": broker},
-        "partitions": partitions,
-    }
-    if message_ttl:
-        plan["message_ttl"] = message_ttl
-    if message_redelivery:
-        plan["message_redelivery"] = message_redelivery
-    return plan
-
-
-DEFAULT_ADDRESS_PLANS = [
-    # standard space
-    _ap("standard-small-anycast", STANDARD, "anycast", router=0.001),
-    _ap("standard-medium-anycast", STANDARD, "anycast", router=0.01),
-    _ap("standard-small-multicast", STANDARD, "multicast", router=0.001),
-    _ap("standard-medium-multicast", STANDARD, "multicast", router=0.01),
-    _ap("standard-small-queue", STANDARD, "queue", router=0.001, broker=0.01),
-    _ap("standard-medium-queue", STANDARD, "queue", router=0.01, broker=0.1),
-    _ap("standard-large-queue", STANDARD, "queue", router=0.1, broker=1.0),
-    _ap("standard-xlarge-queue", STANDARD, "queue", router=0.2, broker=2.0),
-    _ap("standard-small-partitioned-queue", STANDARD, "queue", router=0.001,
-        broker=0.01, partitions=2),
-    _ap("standard-medium-partitioned-queue", STANDARD, "queue", router=0.01,
-        broker=0.1, partitions=3),
-    _ap("standard-small-topic", STANDARD, "topic", router=0.001, broker=0.01),
-    _ap("standard-medium-topic", STANDARD, "topic", router=0.01, broker=0.1),
-    _ap("standard-large-topic", STANDARD, "topic", router=0.1, broker=1.0),
-    _ap("standard-small-subscription", STANDARD, "subscription", router=0.001,
-        broker=0.01),
-    _ap("standard-medium-subscription", STANDARD, "subscription", router=0.01,
-        broker=0.1),
-    _ap("standard-deadletter", STANDARD, "deadletter", router=0.001, broker=0.01),
-    # brokered space
-    _ap("brokered-queue", BROKERED, "queue", broker=0.01),
-    _ap("brokered-topic", BROKERED, "topic", broker=0.01),
-    _ap("brokered-subscription", BROKERED, "subscription", broker=0.01),
-    _ap("brokered-deadletter", BROKERED, "deadletter", broker=0.01),
-]
-
-_STANDARD_ADDRESS_PLANS = [p["name"] for p in DEFAULT_ADDRESS_PLANS
-                           if p["address_space_type"] == STANDARD]
-_BROKERED_ADDRESS_PLANS = [p["name"] for p in DEFAULT_ADDRESS_PLANS
-                           if p["address_space_type"] == BROKERED]
-
-
-def _sp(name, space_type, router, broker, aggregate, address_plans):
-    return {
-        "name": name,
-        "address_space_type": space_type,
-        "display_name": name,
-        "resource_limits": {"router": router, "broker": broker,
-                            "aggregate": aggregate},
-        "address_plans": list(address_plans),
-    }
-
-
-DEFAULT_ADDRESS_SPACE_PLANS = [
-    _sp("standard-small", STANDARD, 1.0, 2.0, 2.0, _STANDARD_ADDRESS_PLANS),
-    _sp("standard-medium", STANDARD, 2.0, 4.0, 6.0, _STANDARD_ADDRESS_PLANS),
-    _sp("standard-large", STANDARD, 4.0, 10.0, 14.0, _STANDARD_ADDRESS_PLANS),
-    _sp("standard-unlimited", STANDARD, 100.0, 100.0, 200.0,
-        _STANDARD_ADDRESS_PLANS),
-    _sp("brokered-single-broker", BROKERED, 0.0, 1.9, 1.9,
-        _BROKERED_ADDRESS_PLANS),
-]
 
 ADDRESS_TYPES = {
     STANDARD: ("anycast", "multicast", "queue", "topic", "subscription",
@@ -104,47 +46,508 @@ ADDRESS_TYPES = {
     # (a MULTICAST queue on the topic's address); see docs/model.md.
     BROKERED: ("queue", "topic", "subscription", "deadletter"),
 }
+ALL_ADDRESS_TYPES = ADDRESS_TYPES[STANDARD]
+# the address types each plan setting applies to (EnMasse's CRD descriptions)
+TTL_TYPES = ("queue", "topic", "deadletter")
+REDELIVERY_TYPES = ("queue", "subscription", "deadletter")
 
+# Java's long and int: what Artemis stores the settings in
+JAVA_LONG_MAX = 9223372036854775807
+JAVA_INT_MAX = 2147483647
+
+# Kubernetes object names (DNS-1123 subdomain): plans are named like CRs
+PLAN_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+PLAN_NAME_MAX = 253
+
+# the plain (snake_case) fields of each kind
+ADDRESS_PLAN_FIELDS = ("name", "address_type", "address_space_type", "display_name", "display_order",
+                       "short_description", "long_description", "resources", "partitions",
+                       "message_ttl", "message_redelivery")
+SPACE_PLAN_FIELDS = ("name", "address_space_type", "display_name", "display_order", "short_description",
+                     "long_description", "resource_limits", "address_plans", "infra_config_ref")
+
+_REDELIVERY_CAMEL = {
+    "maximumDeliveryAttempts": "maximum_delivery_attempts",
+    "redeliveryDelay": "redelivery_delay",
+    "redeliveryDelayMultiplier": "redelivery_delay_multiplier",
+    "maximumDeliveryDelay": "maximum_delivery_delay",
+}
+REDELIVERY_KEYS = tuple(_REDELIVERY_CAMEL.values())
+TTL_KEYS = ("minimum", "maximum")
+
+# v1beta2 spec field -> plain field
+_ADDRESS_PLAN_SPEC = {
+    "addressType": "address_type", "displayName": "display_name", "displayOrder": "display_order",
+    "shortDescription": "short_description", "longDescription": "long_description",
+    "resources": "resources", "partitions": "partitions", "messageTtl": "message_ttl",
+    "messageRedelivery": "message_redelivery",
+    # not in EnMasse's AddressPlan: the collection's optional constraint
+    "addressSpaceType": "address_space_type",
+}
+_SPACE_PLAN_SPEC = {
+    "addressSpaceType": "address_space_type", "displayName": "display_name", "displayOrder": "display_order",
+    "shortDescription": "short_description", "longDescription": "long_description",
+    "resourceLimits": "resource_limits", "addressPlans": "address_plans", "infraConfigRef": "infra_config_ref",
+}
+# v1beta1 / v1alpha1: the fields are at the top level, credits are lists
+_LEGACY_COMMON = ("displayName", "displayOrder", "shortDescription", "longDescription", "uuid")
+_METADATA_IGNORED = ("namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
+                     "deletionGracePeriodSeconds", "managedFields", "selfLink", "annotations", "labels",
+                     "ownerReferences", "finalizers", "generateName")
 
 PlanError = _errors.PlanError
 
 
-class Catalogue(object):
-    """Address space plans and address plans, looked up by name."""
+def unknown_field(where, key, known):
+    """The message for an unknown field, with the nearest known one."""
+    near = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.6)
+    hint = " (did you mean %r?)" % near[0] if near else ""
+    return "%s.%s: unknown field%s; known fields are %s" % (where, key, hint, ", ".join(known))
 
-    def __init__(self, address_space_plans, address_plans):
+
+# --------------------------------------------------------------- documents
+
+def _doc_errors(doc, kind, where):
+    """apiVersion, kind and metadata of an EnMasse admin document."""
+    errs = []
+    if doc.get("kind") != kind:
+        return ["%s.kind: %r is not accepted here: this takes an EnMasse %s (%s)"
+                % (where, doc.get("kind"), kind, " or ".join(PLAN_API_VERSIONS))]
+    if doc.get("apiVersion") not in PLAN_API_VERSIONS:
+        errs.append("%s.apiVersion: %r is not a version EnMasse serves for %s (one of %s)"
+                    % (where, doc.get("apiVersion"), kind, ", ".join(PLAN_API_VERSIONS)))
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        errs.append("%s.metadata: %r must be a mapping with name" % (where, meta))
+    return errs
+
+
+def is_document(obj):
+    return isinstance(obj, dict) and ("kind" in obj or "apiVersion" in obj)
+
+
+def address_plan_from_document(doc, where="definition"):
+    """(plain address plan, errors) from an EnMasse AddressPlan document."""
+    errs = _doc_errors(doc, "AddressPlan", where)
+    if errs:
+        return {}, errs
+    plan = {"name": doc["metadata"].get("name")}
+    if doc["apiVersion"] == PLAN_API_VERSION:
+        spec = doc.get("spec")
+        if not isinstance(spec, dict):
+            return plan, ["%s.spec: %r must be a mapping" % (where, spec)]
+        for k, v in spec.items():
+            if k not in _ADDRESS_PLAN_SPEC:
+                errs.append(unknown_field(where + ".spec", k, sorted(_ADDRESS_PLAN_SPEC)))
+            elif k == "messageRedelivery" and isinstance(v, dict):
+                plan["message_redelivery"] = _redelivery_from_camel(v, where + ".spec.messageRedelivery", errs)
+            else:
+                plan[_ADDRESS_PLAN_SPEC[k]] = copy.deepcopy(v)
+    else:
+        known = _LEGACY_COMMON + ("addressType", "requiredResources")
+        for k, v in doc.items():
+            if k in ("apiVersion", "kind", "metadata", "status"):
+                continue
+            if k not in known:
+                errs.append(unknown_field(where, k, known))
+            elif k == "requiredResources":
+                plan["resources"] = _legacy_credits(v, "credit", _RESOURCE_KEYS, where + ".requiredResources", errs)
+            elif k != "uuid":
+                plan[_ADDRESS_PLAN_SPEC[k]] = copy.deepcopy(v)
+    errs.extend(_metadata_errors(doc["metadata"], where))
+    return plan, errs
+
+
+def space_plan_from_document(doc, where="definition"):
+    """(plain address space plan, errors) from an EnMasse AddressSpacePlan document."""
+    errs = _doc_errors(doc, "AddressSpacePlan", where)
+    if errs:
+        return {}, errs
+    plan = {"name": doc["metadata"].get("name")}
+    if doc["apiVersion"] == PLAN_API_VERSION:
+        spec = doc.get("spec")
+        if not isinstance(spec, dict):
+            return plan, ["%s.spec: %r must be a mapping" % (where, spec)]
+        for k, v in spec.items():
+            if k not in _SPACE_PLAN_SPEC:
+                errs.append(unknown_field(where + ".spec", k, sorted(_SPACE_PLAN_SPEC)))
+            else:
+                plan[_SPACE_PLAN_SPEC[k]] = copy.deepcopy(v)
+    else:
+        known = _LEGACY_COMMON + ("addressSpaceType", "addressPlans", "resources")
+        for k, v in doc.items():
+            if k in ("apiVersion", "kind", "metadata", "status"):
+                continue
+            if k not in known:
+                errs.append(unknown_field(where, k, known))
+            elif k == "resources":
+                plan["resource_limits"] = _legacy_credits(v, "max", _LIMITS_KEYS, where + ".resources", errs)
+            elif k != "uuid":
+                plan[_SPACE_PLAN_SPEC[k]] = copy.deepcopy(v)
+    errs.extend(_metadata_errors(doc["metadata"], where))
+    return plan, errs
+
+
+def _metadata_errors(meta, where):
+    return [unknown_field(where + ".metadata", k, ("name",) + _METADATA_IGNORED)
+            for k in meta if k != "name" and k not in _METADATA_IGNORED]
+
+
+def _legacy_credits(items, key, names, where, errs):
+    """v1beta1 ``[{name, credit|max}]`` -> ``{name: value}``."""
+    out = {}
+    if not isinstance(items, list):
+        errs.append("%s: %r must be a list of {name, %s}" % (where, items, key))
+        return out
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or item.get("name") not in names or key not in item:
+            errs.append("%s[%d]: %r must be {name: %s, %s: <number>}" % (where, i, item, "|".join(names), key))
+        else:
+            out[item["name"]] = item[key]
+    return out
+
+
+def _redelivery_from_camel(r, where=None, errs=None):
+    out = {}
+    for k, v in (r or {}).items():
+        if k not in _REDELIVERY_CAMEL and errs is not None:
+            errs.append(unknown_field(where, k, sorted(_REDELIVERY_CAMEL)))
+            continue
+        out[_REDELIVERY_CAMEL.get(k, k)] = v
+    return out
+
+
+def redelivery_to_camel(r):
+    inv = dict((v, k) for k, v in _REDELIVERY_CAMEL.items())
+    return dict((inv.get(k, k), v) for k, v in (r or {}).items())
+
+
+_ADDRESS_PLAN_SPEC_OUT = dict((v, k) for k, v in _ADDRESS_PLAN_SPEC.items())
+_SPACE_PLAN_SPEC_OUT = dict((v, k) for k, v in _SPACE_PLAN_SPEC.items())
+
+
+def address_plan_document(plan, labels=None):
+    """The EnMasse ``admin.enmasse.io/v1beta2`` AddressPlan for a plain plan."""
+    spec = {}
+    for k in ADDRESS_PLAN_FIELDS:
+        if k == "name" or plan.get(k) is None:
+            continue
+        v = copy.deepcopy(plan[k])
+        spec[_ADDRESS_PLAN_SPEC_OUT[k]] = redelivery_to_camel(v) if k == "message_redelivery" else v
+    meta = {"name": plan.get("name")}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": PLAN_API_VERSION, "kind": "AddressPlan", "metadata": meta, "spec": spec}
+
+
+def space_plan_document(plan, labels=None):
+    """The EnMasse ``admin.enmasse.io/v1beta2`` AddressSpacePlan for a plain plan."""
+    spec = dict((_SPACE_PLAN_SPEC_OUT[k], copy.deepcopy(plan[k])) for k in SPACE_PLAN_FIELDS
+                if k != "name" and plan.get(k) is not None)
+    meta = {"name": plan.get("name")}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": PLAN_API_VERSION, "kind": "AddressSpacePlan", "metadata": meta, "spec": spec}
+
+
+# --------------------------------------------------------------- plain form
+
+def _plain(obj, fields, where):
+    errs = []
+    if not isinstance(obj, dict):
+        return {}, ["%s: %r must be a mapping (a plain plan or an EnMasse document)" % (where, obj)]
+    out = {}
+    for k, v in obj.items():
+        if k not in fields:
+            errs.append(unknown_field(where, k, fields))
+        elif v is not None:
+            out[k] = copy.deepcopy(v)
+    return out, errs
+
+
+def read_address_plan(obj, where="address_plan"):
+    """(plain address plan with defaults, errors) from a plain mapping or an
+    EnMasse AddressPlan document; errors include every rule it breaks."""
+    if is_document(obj):
+        plan, errs = address_plan_from_document(obj, where)
+    else:
+        plan, errs = _plain(obj, ADDRESS_PLAN_FIELDS, where)
+    if errs:
+        return plan, errs
+    plan = address_plan_defaults(plan)
+    return plan, validate_address_plan(plan, where)
+
+
+def read_space_plan(obj, where="address_space_plan"):
+    """(plain address space plan with defaults, errors), as ``read_address_plan``."""
+    if is_document(obj):
+        plan, errs = space_plan_from_document(obj, where)
+    else:
+        plan, errs = _plain(obj, SPACE_PLAN_FIELDS, where)
+    if errs:
+        return plan, errs
+    plan = space_plan_defaults(plan)
+    return plan, validate_space_plan(plan, where)
+
+
+def address_plan_defaults(plan):
+    p = dict((k, v) for k, v in plan.items() if v is not None)
+    if isinstance(p.get("name"), str):
+        p.setdefault("display_name", p["name"])
+    p.setdefault("resources", {})
+    p.setdefault("partitions", 1)
+    return p
+
+
+def space_plan_defaults(plan):
+    p = dict((k, v) for k, v in plan.items() if v is not None)
+    if isinstance(p.get("name"), str):
+        p.setdefault("display_name", p["name"])
+    p.setdefault("resource_limits", {})
+    p.setdefault("address_plans", [])
+    return p
+
+
+# the old names, kept for callers that normalise without validating
+def normalize_address_plan(doc):
+    plan, unused = (address_plan_from_document(doc) if is_document(doc) else (dict(doc or {}), []))
+    return address_plan_defaults(plan)
+
+
+def normalize_space_plan(doc):
+    plan, unused = (space_plan_from_document(doc) if is_document(doc) else (dict(doc or {}), []))
+    return space_plan_defaults(plan)
+
+
+# --------------------------------------------------------------- rules
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and not (isinstance(v, float) and
+                                                                            not math.isfinite(v))
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def plan_name_errors(name, where):
+    if not isinstance(name, str) or not name:
+        return ["%s: %r is required and must be a non-empty string" % (where, name)]
+    if len(name) > PLAN_NAME_MAX or not PLAN_NAME_RE.match(name):
+        return ["%s: %r must be a Kubernetes object name: at most %d lowercase letters, digits, '-' and '.', "
+                "starting and ending with a letter or digit" % (where, name, PLAN_NAME_MAX)]
+    return []
+
+
+def _text_errors(p, where):
+    errs = []
+    for k in ("display_name", "short_description", "long_description", "infra_config_ref"):
+        if k in p and not isinstance(p[k], str):
+            errs.append("%s.%s: %r must be a string" % (where, k, p[k]))
+    if "display_order" in p and not _is_int(p["display_order"]):
+        errs.append("%s.display_order: %r must be an integer" % (where, p["display_order"]))
+    return errs
+
+
+def validate_space_plan(p, where):
+    errors = plan_name_errors(p.get("name"), where + ".name")
+    if p.get("address_space_type") not in ADDRESS_TYPES:
+        errors.append("%s.address_space_type: %r must be one of %s"
+                      % (where, p.get("address_space_type"), ", ".join(sorted(ADDRESS_TYPES))))
+    errors.extend(_credit_errors(p, "resource_limits", _LIMITS_KEYS, where))
+    plans = p.get("address_plans")
+    if not isinstance(plans, list) or not all(isinstance(n, str) and n for n in plans):
+        errors.append("%s.address_plans: %r must be a list of address plan names" % (where, plans))
+    elif len(set(plans)) != len(plans):
+        errors.append("%s.address_plans: %s listed more than once"
+                      % (where, ", ".join(sorted(set(n for n in plans if plans.count(n) > 1)))))
+    errors.extend(_text_errors(p, where))
+    return errors
+
+
+def _credit_errors(p, field, keys, where):
+    """Violations of the credits mapping ``p[field]`` (known resources ``keys``, numbers >= 0)."""
+    value = p.get(field)
+    if not isinstance(value, dict):
+        return ["%s.%s: %r must be a mapping of %s to credits" % (where, field, value, ", ".join(keys))]
+    errors = []
+    for k, v in value.items():
+        if k not in keys:
+            errors.append("%s.%s.%s: unknown resource, must be one of %s" % (where, field, k, ", ".join(keys)))
+        elif not _is_number(v) or v < 0:
+            errors.append("%s.%s.%s: %r must be a number >= 0" % (where, field, k, v))
+    return errors
+
+
+def validate_address_plan(p, where):
+    errors = plan_name_errors(p.get("name"), where + ".name")
+    atype = p.get("address_type")
+    stype = p.get("address_space_type")
+    if atype not in ALL_ADDRESS_TYPES:
+        errors.append("%s.address_type: %r must be one of %s" % (where, atype, ", ".join(ALL_ADDRESS_TYPES)))
+        atype = None
+    if stype is not None:
+        if stype not in ADDRESS_TYPES:
+            errors.append("%s.address_space_type: %r must be one of %s (or unset: the address space plans "
+                          "that list the plan decide)" % (where, stype, ", ".join(sorted(ADDRESS_TYPES))))
+        elif atype and atype not in ADDRESS_TYPES[stype]:
+            errors.append("%s.address_type: %r must be one of %s for a %s address space"
+                          % (where, atype, ", ".join(ADDRESS_TYPES[stype]), stype))
+    errors.extend(_credit_errors(p, "resources", _RESOURCE_KEYS, where))
+    parts = p.get("partitions", 1)
+    if not _is_int(parts) or parts < 1 or parts > 1000:
+        errors.append("%s.partitions: %r must be an integer from 1 to 1000" % (where, parts))
+    if p.get("message_ttl") is not None and atype and atype not in TTL_TYPES:
+        errors.append("%s.message_ttl: applies to %s plans only, not %s" % (where, ", ".join(TTL_TYPES), atype))
+    if p.get("message_redelivery") is not None and atype and atype not in REDELIVERY_TYPES:
+        errors.append("%s.message_redelivery: applies to %s plans only, not %s"
+                      % (where, ", ".join(REDELIVERY_TYPES), atype))
+    errors.extend(validate_ttl(p.get("message_ttl"), where + ".message_ttl"))
+    errors.extend(validate_redelivery(p.get("message_redelivery"), where + ".message_redelivery"))
+    errors.extend(_text_errors(p, where))
+    return errors
+
+
+def _int_errors(v, where, minimum, maximum, what):
+    if not _is_int(v) or v < minimum or v > maximum:
+        return ["%s: %r must be an integer %s from %d to %d" % (where, v, what, minimum, maximum)]
+    return []
+
+
+def validate_ttl(ttl, where):
+    if ttl is None:
+        return []
+    if not isinstance(ttl, dict):
+        return ["%s: %r must be a mapping with minimum and/or maximum (milliseconds)" % (where, ttl)]
+    errors = []
+    for k, v in ttl.items():
+        if k not in TTL_KEYS:
+            errors.append(unknown_field(where, k, TTL_KEYS))
+        else:
+            errors.extend(_int_errors(v, "%s.%s" % (where, k), 0, JAVA_LONG_MAX,
+                                      "number of milliseconds (a Java long)"))
+    lo, hi = ttl.get("minimum"), ttl.get("maximum")
+    if not errors and lo is not None and hi is not None and lo > hi:
+        errors.append("%s: minimum %r must not be greater than maximum %r" % (where, lo, hi))
+    return errors
+
+
+def validate_redelivery(r, where):
+    if r is None:
+        return []
+    if not isinstance(r, dict):
+        return ["%s: %r must be a mapping with keys %s" % (where, r, ", ".join(REDELIVERY_KEYS))]
+    errors = []
+    for k, v in r.items():
+        if k not in REDELIVERY_KEYS:
+            errors.append(unknown_field(where, k, REDELIVERY_KEYS))
+        elif k == "redelivery_delay_multiplier":
+            if not _is_number(v) or v < 1 or v > 1e6:
+                errors.append("%s.%s: %r must be a number from 1 to 1000000" % (where, k, v))
+        elif k == "maximum_delivery_attempts":
+            if not _is_int(v) or v < -1 or v == 0 or v > JAVA_INT_MAX:
+                errors.append("%s.%s: %r must be an integer from 1 to %d (a Java int), or -1 for unlimited"
+                              % (where, k, v, JAVA_INT_MAX))
+        else:
+            errors.extend(_int_errors(v, "%s.%s" % (where, k), 0, JAVA_LONG_MAX,
+                                      "number of milliseconds (a Java long)"))
+    return errors
+
+
+# --------------------------------------------------------------- catalogue
+
+def _example_catalogue():
+    space_plans, address_plans, infra = [], [], {}
+    for doc in _examples.EXAMPLE_DOCUMENTS:
+        if doc["kind"] == "AddressSpacePlan":
+            plan, unused = space_plan_from_document(doc)
+            space_plans.append(space_plan_defaults(plan))
+        elif doc["kind"] == "AddressPlan":
+            plan, unused = address_plan_from_document(doc)
+            address_plans.append(address_plan_defaults(plan))
+        else:
+            infra[doc["metadata"]["name"], doc["kind"]] = copy.deepcopy(doc)
+    return space_plans, address_plans, infra
+
+
+# The collection's additions to EnMasse's example plans (docs/plans.md): a
+# brokered space here has a 'subscription' type (a durable subscription
+# declared ahead of its subscriber), which EnMasse's brokered spaces lack.
+COLLECTION_ADDRESS_PLANS = [
+    {"name": "brokered-subscription", "address_type": "subscription", "display_name": "Brokered Subscription",
+     "display_order": 0, "short_description": "Creates a durable subscription on a topic of a broker.",
+     "long_description": "Creates a durable subscription on a topic of a broker, declared ahead of its "
+                         "subscriber (an addition of enmasse.messaging, not an EnMasse example plan).",
+     "resources": {"broker": 0.0}, "partitions": 1},
+]
+COLLECTION_SPACE_PLAN_ADDITIONS = {"brokered-single-broker": ["brokered-subscription"]}
+
+
+def _default_plans():
+    space_plans, address_plans, infra = _example_catalogue()
+    for sp in space_plans:
+        sp["address_plans"] = sp["address_plans"] + COLLECTION_SPACE_PLAN_ADDITIONS.get(sp["name"], [])
+    address_plans.extend(address_plan_defaults(p) for p in COLLECTION_ADDRESS_PLANS)
+    return space_plans, address_plans, infra
+
+
+_DEFAULTS = _default_plans()
+EXAMPLE_SPACE_PLAN_NAMES = tuple(p["name"] for p in _example_catalogue()[0])
+EXAMPLE_ADDRESS_PLAN_NAMES = tuple(p["name"] for p in _example_catalogue()[1])
+
+
+class Catalogue(object):
+    """Address space plans, address plans and infrastructure configs, by name."""
+
+    def __init__(self, address_space_plans, address_plans, infra_configs=None):
         self._space_plans = dict((p["name"], p) for p in address_space_plans)
         self._address_plans = dict((p["name"], p) for p in address_plans)
+        self._infra = dict(infra_configs or {})
 
     @classmethod
     def default(cls):
-        return cls(copy.deepcopy(DEFAULT_ADDRESS_SPACE_PLANS),
-                   copy.deepcopy(DEFAULT_ADDRESS_PLANS))
+        """EnMasse's example plans plus the collection's additions."""
+        space_plans, address_plans, infra = _DEFAULTS
+        return cls(copy.deepcopy(space_plans), copy.deepcopy(address_plans), copy.deepcopy(infra))
 
     @classmethod
     def from_data(cls, extra=None):
-        """Default catalogue with ``extra`` plans merged over it.
+        """Default catalogue with ``extra`` plans merged over it (the Spark
+        job's model file, site.yml's ``enmasse_plans``).
 
-        ``extra`` is ``{"address_space_plans": [...], "address_plans": [...]}``
-        (snake_case, or EnMasse ``AddressSpacePlan``/``AddressPlan`` documents
-        in a list under either key). A plan with the name of a default plan
-        replaces it.
+        ``extra`` is ``{"address_space_plans": [...], "address_plans": [...]}``,
+        each item a plain plan or an EnMasse document. A plan with the name of
+        a default plan replaces it. Raises PlanError with every violation.
         """
         cat = cls.default()
         if not extra:
             return cat
+        if not isinstance(extra, dict):
+            raise PlanError("plans: %r must be a mapping with address_space_plans and address_plans" % (extra,))
         errors = []
-        for i, plan in enumerate(extra.get("address_space_plans") or []):
-            p = normalize_space_plan(plan)
-            errors.extend(validate_space_plan(p, "plans.address_space_plans[%d]" % i))
-            cat._space_plans[p.get("name")] = p
-        for i, plan in enumerate(extra.get("address_plans") or []):
-            p = normalize_address_plan(plan)
-            errors.extend(validate_address_plan(p, "plans.address_plans[%d]" % i))
-            cat._address_plans[p.get("name")] = p
+        for k in extra:
+            if k not in ("address_space_plans", "address_plans"):
+                errors.append(unknown_field("plans", k, ("address_space_plans", "address_plans")))
+        for key, reader, target in (("address_space_plans", read_space_plan, cat._space_plans),
+                                    ("address_plans", read_address_plan, cat._address_plans)):
+            items = extra.get(key) or []
+            if not isinstance(items, list):
+                errors.append("plans.%s: %r must be a list" % (key, items))
+                continue
+            for i, item in enumerate(items):
+                p, errs = reader(item, "plans.%s[%d]" % (key, i))
+                errors.extend(errs)
+                if not errs:
+                    target[p["name"]] = p
+        if not errors:
+            errors = cat.integrity_errors()
         if errors:
-            raise PlanError("; ".join(errors))
+            raise PlanError(errors)
         return cat
+
+    def copy(self):
+        return Catalogue(copy.deepcopy(list(self._space_plans.values())),
+                         copy.deepcopy(list(self._address_plans.values())), copy.deepcopy(self._infra))
 
     def address_space_plan(self, name):
         return self._space_plans.get(name)
@@ -158,174 +561,93 @@ class Catalogue(object):
     def address_plan_names(self):
         return sorted(self._address_plans)
 
+    def infra_config(self, name, kind):
+        return self._infra.get((name, kind))
+
+    def infra_config_names(self, kind):
+        return sorted(n for (n, k) in self._infra if k == kind)
+
+    def put_address_plan(self, plan):
+        self._address_plans[plan["name"]] = plan
+
+    def put_space_plan(self, plan):
+        self._space_plans[plan["name"]] = plan
+
+    def remove_address_plan(self, name):
+        self._address_plans.pop(name, None)
+
+    def remove_space_plan(self, name):
+        self._space_plans.pop(name, None)
+
     def as_dict(self):
         return {"address_space_plans": [self._space_plans[k] for k in sorted(self._space_plans)],
                 "address_plans": [self._address_plans[k] for k in sorted(self._address_plans)]}
 
+    def space_types_of(self, address_plan):
+        """The address space types whose plans list ``address_plan``."""
+        return sorted(set(sp.get("address_space_type") for sp in self._space_plans.values()
+                          if address_plan in (sp.get("address_plans") or [])))
 
-def _num(v, default=0.0):
-    if v is None:
-        return default
-    return v
-
-
-def normalize_space_plan(doc):
-    """Plain dict from a snake_case plan or an EnMasse AddressSpacePlan."""
-    if isinstance(doc, dict) and doc.get("kind") == "AddressSpacePlan":
-        spec = doc.get("spec") or {}
-        limits = spec.get("resourceLimits") or {}
-        return {
-            "name": (doc.get("metadata") or {}).get("name"),
-            "address_space_type": spec.get("addressSpaceType"),
-            "display_name": spec.get("displayName") or (doc.get("metadata") or {}).get("name"),
-            "resource_limits": dict((k, limits.get(k)) for k in _LIMITS_KEYS if k in limits),
-            "address_plans": list(spec.get("addressPlans") or []),
-        }
-    p = copy.deepcopy(doc) if isinstance(doc, dict) else {}
-    p.setdefault("display_name", p.get("name"))
-    p.setdefault("resource_limits", {})
-    p.setdefault("address_plans", [])
-    return p
-
-
-def normalize_address_plan(doc):
-    """Plain dict from a snake_case plan or an EnMasse AddressPlan."""
-    if isinstance(doc, dict) and doc.get("kind") == "AddressPlan":
-        spec = doc.get("spec") or {}
-        res = spec.get("resources") or {}
-        plan = {
-            "name": (doc.get("metadata") or {}).get("name"),
-            "address_space_type": spec.get("addressSpaceType"),
-            "address_type": spec.get("addressType"),
-            "display_name": spec.get("displayName") or (doc.get("metadata") or {}).get("name"),
-            "resources": dict((k, res.get(k)) for k in _RESOURCE_KEYS if k in res),
-            "partitions": spec.get("partitions", 1),
-        }
-        if spec.get("messageTtl"):
-            plan["message_ttl"] = dict(spec["messageTtl"])
-        if spec.get("messageRedelivery"):
-            r = spec["messageRedelivery"]
-            plan["message_redelivery"] = _redelivery_from_camel(r)
-        return plan
-    p = copy.deepcopy(doc) if isinstance(doc, dict) else {}
-    p.setdefault("display_name", p.get("name"))
-    p.setdefault("resources", {})
-    p.setdefault("partitions", 1)
-    return p
+    def integrity_errors(self, space_plans=None):
+        """References between plans: every address plan an address space plan
+        lists exists and fits its space type; its infra config exists."""
+        errors = []
+        for name in sorted(space_plans if space_plans is not None else self._space_plans):
+            sp = self._space_plans.get(name)
+            if sp is None:
+                continue
+            stype = sp.get("address_space_type")
+            where = "address_space_plan(%s)" % name
+            for ap_name in sp.get("address_plans") or []:
+                ap = self._address_plans.get(ap_name)
+                if ap is None:
+                    errors.append("%s.address_plans: %r is not a known address plan" % (where, ap_name))
+                elif ap.get("address_type") not in ADDRESS_TYPES.get(stype, ()):
+                    errors.append("%s.address_plans: %r is a plan for %s addresses, which %s address spaces "
+                                  "do not have" % (where, ap_name, ap.get("address_type"), stype))
+                elif ap.get("address_space_type") not in (None, stype):
+                    errors.append("%s.address_plans: %r is a plan for %s address spaces, not %s"
+                                  % (where, ap_name, ap.get("address_space_type"), stype))
+            ref = sp.get("infra_config_ref")
+            kind = INFRA_KINDS.get(stype)
+            if ref is not None and kind and self.infra_config(ref, kind) is None:
+                errors.append("%s.infra_config_ref: %r is not a known %s (known: %s)"
+                              % (where, ref, kind, ", ".join(self.infra_config_names(kind)) or "none"))
+        return errors
 
 
-_REDELIVERY_CAMEL = {
-    "maximumDeliveryAttempts": "maximum_delivery_attempts",
-    "redeliveryDelay": "redelivery_delay",
-    "redeliveryDelayMultiplier": "redelivery_delay_multiplier",
-    "maximumDeliveryDelay": "maximum_delivery_delay",
-}
-REDELIVERY_KEYS = tuple(_REDELIVERY_CAMEL.values())
-TTL_KEYS = ("minimum", "maximum")
+# --------------------------------------------------------------- settings
 
-
-def _redelivery_from_camel(r):
+def effective_ttl(address_ttl, plan_ttl):
+    """EnMasse's rule: the address narrows the plan's bounds, never widens
+    them (minimum = the larger minimum, maximum = the smaller maximum)."""
     out = {}
-    for k, v in (r or {}).items():
-        out[_REDELIVERY_CAMEL.get(k, k)] = v
+    for key, pick in (("minimum", max), ("maximum", min)):
+        values = [t[key] for t in (plan_ttl or {}, address_ttl or {}) if t.get(key) is not None]
+        if values:
+            out[key] = pick(values)
     return out
 
 
-def _is_number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def validate_space_plan(p, where):
-    errors = []
-    if not p.get("name"):
-        errors.append("%s.name: %r is required and must be a non-empty string" % (where, p.get("name")))
-    if p.get("address_space_type") not in ADDRESS_TYPES:
-        errors.append("%s.address_space_type: %r must be one of %s"
-                      % (where, p.get("address_space_type"), ", ".join(sorted(ADDRESS_TYPES))))
-    errors.extend(_credit_errors(p, "resource_limits", _LIMITS_KEYS, where))
-    if not isinstance(p.get("address_plans"), list):
-        errors.append("%s.address_plans: %r must be a list of address plan names"
-                      % (where, p.get("address_plans")))
-    return errors
-
-
-def _credit_errors(p, field, keys, where):
-    """Violations of the credits mapping ``p[field]`` (known resources ``keys``, numbers >= 0)."""
-    errors = []
-    for k, v in (p.get(field) or {}).items():
-        if k not in keys:
-            errors.append("%s.%s.%s: unknown resource, must be one of %s" % (where, field, k, ", ".join(keys)))
-        elif not _is_number(v) or v < 0:
-            errors.append("%s.%s.%s: %r must be a number >= 0" % (where, field, k, v))
-    return errors
-
-
-def validate_address_plan(p, where):
-    errors = []
-    if not p.get("name"):
-        errors.append("%s.name: %r is required and must be a non-empty string" % (where, p.get("name")))
-    stype = p.get("address_space_type")
-    if stype not in ADDRESS_TYPES:
-        errors.append("%s.address_space_type: %r must be one of %s"
-                      % (where, stype, ", ".join(sorted(ADDRESS_TYPES))))
-    elif p.get("address_type") not in ADDRESS_TYPES[stype]:
-        errors.append("%s.address_type: %r must be one of %s for a %s address space"
-                      % (where, p.get("address_type"), ", ".join(ADDRESS_TYPES[stype]), stype))
-    errors.extend(_credit_errors(p, "resources", _RESOURCE_KEYS, where))
-    parts = p.get("partitions", 1)
-    if not isinstance(parts, int) or isinstance(parts, bool) or parts < 1:
-        errors.append("%s.partitions: %r must be an integer >= 1" % (where, parts))
-    errors.extend(validate_ttl(p.get("message_ttl"), where + ".message_ttl"))
-    errors.extend(validate_redelivery(p.get("message_redelivery"), where + ".message_redelivery"))
-    return errors
-
-
-def validate_ttl(ttl, where):
-    if ttl is None:
-        return []
-    if not isinstance(ttl, dict):
-        return ["%s: %r must be a mapping with minimum and/or maximum (milliseconds)" % (where, ttl)]
-    errors = []
-    for k, v in ttl.items():
-        if k not in TTL_KEYS:
-            errors.append("%s.%s: unknown key, must be one of %s" % (where, k, ", ".join(TTL_KEYS)))
-        elif not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            errors.append("%s.%s: %r must be an integer number of milliseconds >= 0" % (where, k, v))
-    lo, hi = ttl.get("minimum"), ttl.get("maximum")
-    if _is_number(lo) and _is_number(hi) and lo > hi:
-        errors.append("%s: minimum %r must not be greater than maximum %r" % (where, lo, hi))
-    return errors
-
-
-def validate_redelivery(r, where):
-    if r is None:
-        return []
-    if not isinstance(r, dict):
-        return ["%s: %r must be a mapping with keys %s" % (where, r, ", ".join(REDELIVERY_KEYS))]
-    errors = []
-    for k, v in r.items():
-        if k not in REDELIVERY_KEYS:
-            errors.append("%s.%s: unknown key, must be one of %s" % (where, k, ", ".join(REDELIVERY_KEYS)))
-        elif k == "redelivery_delay_multiplier":
-            if not _is_number(v) or v < 1:
-                errors.append("%s.%s: %r must be a number >= 1" % (where, k, v))
-        elif k == "maximum_delivery_attempts":
-            if not isinstance(v, int) or isinstance(v, bool) or v < -1 or v == 0:
-                errors.append("%s.%s: %r must be an integer >= 1 (or -1 for unlimited)" % (where, k, v))
-        elif not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            errors.append("%s.%s: %r must be an integer number of milliseconds >= 0" % (where, k, v))
-    return errors
+def ttl_conflict(address_ttl, plan_ttl):
+    """A message when the address's bounds and the plan's do not overlap."""
+    eff = effective_ttl(address_ttl, plan_ttl)
+    if eff.get("minimum") is not None and eff.get("maximum") is not None and eff["minimum"] > eff["maximum"]:
+        return ("%r does not overlap the bounds of its plan %r: the address can only narrow them (effective "
+                "minimum %d would exceed effective maximum %d)" % (address_ttl, plan_ttl, eff["minimum"], eff["maximum"]))
+    return None
 
 
 def effective_settings(address, address_plan):
-    """Per-address broker settings: plan values, overridden by the address.
+    """Per-address broker settings from the plan and the address.
 
+    ``message_ttl``: the address narrows the plan's bounds (``effective_ttl``);
+    ``message_redelivery``: each value the address sets replaces the plan's.
     Returns a dict with only the keys that are set: ``message_ttl`` (dict),
     ``message_redelivery`` (dict), ``deadletter``, ``expiry``.
     """
     out = {}
-    ttl = dict((address_plan or {}).get("message_ttl") or {})
-    ttl.update(address.get("message_ttl") or {})
+    ttl = effective_ttl(address.get("message_ttl"), (address_plan or {}).get("message_ttl"))
     if ttl:
         out["message_ttl"] = ttl
     red = dict((address_plan or {}).get("message_redelivery") or {})

@@ -31,7 +31,11 @@ ADDRESS_KEYS = ("address", "type", "plan", "topic", "deadletter", "expiry",
 IMMUTABLE_ADDRESS_FIELDS = ("type", "topic", "subscription.max_consumers")
 # types that store messages on a broker and accept broker-side settings
 STORED_TYPES = ("queue", "topic", "subscription", "deadletter")
-SETTINGS_TYPES = ("queue", "topic", "subscription")
+# types that may name a deadletter / expiry address
+REFERENCE_TYPES = ("queue", "topic", "subscription")
+# types that may carry message_ttl / message_redelivery (EnMasse's CRD allows
+# them on dead letter addresses too)
+SETTINGS_TYPES = ("queue", "topic", "subscription", "deadletter")
 
 
 def validate_address_space(space, catalogue, field="address_space"):
@@ -74,23 +78,28 @@ def validate_address_space(space, catalogue, field="address_space"):
 
 
 def _addr_field(i, a, key):
+    """``addresses[<index in the task>](<address>).<key>``."""
     label = a.get("address") if isinstance(a, dict) and isinstance(a.get("address"), str) else None
     if label:
         return "addresses[%d](%s).%s" % (i, label, key)
     return "addresses[%d].%s" % (i, key)
 
 
-def validate_addresses(space, addresses, catalogue, current=None, check_quota=True):
+def validate_addresses(space, addresses, catalogue, current=None, check_quota=True, positions=None):
     """Every violation in ``addresses`` (a list of plain dicts) for ``space``.
 
     ``current`` maps address -> the address as it exists now (plain dict), to
     refuse changes to immutable fields and to resolve references (topic,
     deadletter, expiry) to addresses that exist but are not in the list.
+    ``positions[i]``: the index of ``addresses[i]`` in the user's task (when
+    the task also lists addresses to delete), for the messages.
     """
     errs = []
     current = current or {}
     stype = space.get("type")
-    splan = catalogue.address_space_plan(space.get("plan")) or {}
+    splan = catalogue.address_space_plan(space.get("plan"))
+    if splan is None:
+        return [space_plan_missing(space, catalogue)]
     allowed_types = _plans.ADDRESS_TYPES.get(stype, ())
     if not isinstance(addresses, list):
         return ["addresses: %s must be a list" % _fmt(addresses)]
@@ -112,7 +121,8 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
             return current[name].get("type")
         return None
 
-    for i, a in enumerate(addresses):
+    for n, a in enumerate(addresses):
+        i = positions[n] if positions else n
         if not isinstance(a, dict):
             errs.append("addresses[%d]: %s must be a mapping" % (i, _fmt(a)))
             continue
@@ -139,7 +149,7 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
             if type_ok and plan.get("address_type") != atype:
                 errs.append("%s: %s is a plan for %s addresses, not %s"
                             % (f("plan"), _fmt(pname), plan.get("address_type"), atype))
-            if splan and pname not in (splan.get("address_plans") or []):
+            if pname not in (splan.get("address_plans") or []):
                 errs.append("%s: %s is not allowed by address space plan %s (allowed: %s)"
                             % (f("plan"), _fmt(pname), _fmt(splan.get("name")),
                                ", ".join(splan.get("address_plans") or [])))
@@ -159,8 +169,8 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
             ref = a.get(key)
             if ref is None:
                 continue
-            if atype not in SETTINGS_TYPES:
-                errs.append("%s: %s is only allowed on %s addresses" % (f(key), _fmt(ref), ", ".join(SETTINGS_TYPES)))
+            if atype not in REFERENCE_TYPES:
+                errs.append("%s: %s is only allowed on %s addresses" % (f(key), _fmt(ref), ", ".join(REFERENCE_TYPES)))
             elif type_of(ref) != "deadletter":
                 errs.append("%s: %s must name an address of type deadletter in this address space%s"
                             % (f(key), _fmt(ref), "" if type_of(ref) is None else " (it is a %s)" % type_of(ref)))
@@ -172,6 +182,11 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
                 errs.append("%s: %s is only allowed on %s addresses" % (f(key), _fmt(a[key]), ", ".join(SETTINGS_TYPES)))
             else:
                 errs.extend(validator(a[key], f(key)))
+        if plan is not None and isinstance(a.get("message_ttl"), dict) and not _plans.validate_ttl(
+                a["message_ttl"], "x"):
+            conflict = _plans.ttl_conflict(a["message_ttl"], plan.get("message_ttl"))
+            if conflict:
+                errs.append("%s: %s" % (f("message_ttl"), conflict))
         sub = a.get("subscription")
         if sub is not None:
             if atype != "subscription":
@@ -195,10 +210,17 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
                     errs.append("%s: %s cannot change (it is %s); %s is immutable"
                                 % (f(key), _fmt(wv), _fmt(hv), key))
 
-    if check_quota and not errs and splan:
-        msgs, unused = quota_check(space, splan, addresses, catalogue)
+    if check_quota and not errs:
+        msgs, unused = quota_check(space, splan, addresses, catalogue, positions=positions)
         errs.extend(msgs)
     return errs
+
+
+def space_plan_missing(space, catalogue):
+    """The message when an address space's plan is not in the catalogue."""
+    return ("address_space(%s).plan: %s is not in the plan catalogue (known: %s); create it with "
+            "enmasse.messaging.address_space_plan or move the address space to a known plan"
+            % (space.get("name"), _fmt(space.get("plan")), ", ".join(catalogue.address_space_plan_names())))
 
 
 def _get_path(d, path):
@@ -226,12 +248,25 @@ def placement_items(addresses, catalogue, current_placement=None, current_plans=
     return items
 
 
-def quota_check(space, space_plan, addresses, catalogue):
+def quota_check(space, space_plan, addresses, catalogue, owned=None, positions=None):
+    """Quota of ``space_plan`` for ``addresses`` (the space's addresses after
+    the change). ``owned``: name -> the address as it exists now; an address
+    that exists with the same plan adds nothing and never fails, even when the
+    space is already over quota (a plan changed since). Returns (errors for
+    the addresses that add credits and do not fit, each named by its index in
+    the task (``positions``) and its name; warnings when the space is over
+    quota without them)."""
+    owned = owned or {}
     limits = space_plan.get("resource_limits") or {}
-    items = placement_items(addresses, catalogue)
-    index = dict((a["address"], i) for i, a in enumerate(addresses))
-    return _placement.quota_errors(space.get("name"), space_plan.get("name"), limits, items,
-                                   label=lambda name: "addresses[%d](%s)" % (index[name], name))
+    kept = dict((n, ["broker"]) for n, a in owned.items() if isinstance(a, dict))
+    items = placement_items(addresses, catalogue, current_placement=kept,
+                            current_plans=dict((n, a.get("plan")) for n, a in owned.items() if isinstance(a, dict)))
+    index = {}
+    for n, a in enumerate(addresses):
+        index.setdefault(a["address"], positions[n] if positions and n < len(positions) else n)
+    msgs, res = _placement.quota_errors(space.get("name"), space_plan.get("name"), limits, items,
+                                        label=lambda name: "addresses[%d](%s)" % (index[name], name))
+    return msgs, _placement.over_quota_warnings(space.get("name"), space_plan.get("name"), limits, res)
 
 
 def validate_user(user, field="user"):
