@@ -20,7 +20,6 @@ import fcntl
 import importlib.util
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
