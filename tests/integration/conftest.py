@@ -1,10 +1,13 @@
 """Fixtures for the integration tests: a real ActiveMQ Artemis broker.
 
-``artemis`` (session): one broker instance, made from the Artemis binary
-distribution (unpacked once into a cache directory) with ``artemis create``:
-``--require-login``, a management user (role amq), a messaging user (send and
-consume only), Jolokia on 127.0.0.1 on a free port with jolokia-access.xml
-allowing ``http://localhost``, AMQP on a free port, NIO journal. It is stopped
+``artemis`` (session): one broker instance, made with ``artemis create`` like
+roles/broker does, whose etc/broker.xml is the role's own template
+(roles/broker/templates/broker.xml.j2) rendered by Ansible with the role's
+defaults (helpers.render_role_broker_xml): the tests run the configuration
+users get. ``--require-login``, a management user (role ``manage``), a
+messaging user (role ``messaging``), Jolokia on 127.0.0.1 on a free port with
+jolokia-access.xml allowing ``http://localhost``, the role's acceptors (AMQP,
+core, OpenWire, STOMP, MQTT) on free ports. It is stopped
 (and killed if it does not stop) at the end of the session whatever happens.
 Each pytest-xdist worker gets its own broker.
 

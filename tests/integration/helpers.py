@@ -1,9 +1,11 @@
 """Helpers for the integration tests and the convergence benchmark.
 
 * ``ArtemisBroker``: a real ActiveMQ Artemis instance made from the binary
-  distribution (unpacked once into a cache directory), on free 127.0.0.1 ports,
-  with ``--require-login``, a management user, a messaging user, Jolokia and the
-  NIO journal. Started as its own process group and killed no matter what.
+  distribution (unpacked once into a cache directory) with ``artemis create``,
+  on free 127.0.0.1 ports, whose broker.xml is roles/broker's template rendered
+  with the role's defaults (``render_role_broker_xml``), a management user, a
+  messaging user, Jolokia. Started as its own process group and killed no
+  matter what.
 * ``run_module`` / ``run_playbook``: run the collection's modules the way Ansible
   does (direct module invocation with an args file, or ``ansible-playbook``).
 * AMQP helpers: re-exported from ``amqp_checks`` (the standalone script the
@@ -18,7 +20,6 @@ import fcntl
 import importlib.util
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -60,10 +61,10 @@ ARTEMIS_VERSION = os.environ.get("ARTEMIS_VERSION", "2.40.0")
 ARTEMIS_GAV = "org.apache.activemq:apache-artemis:%s:tar.gz:bin" % ARTEMIS_VERSION
 CACHE_DIR = os.environ.get("ENMASSE_TEST_CACHE") or os.path.join(
     os.path.expanduser("~"), ".cache", "enmasse-messaging-tests")
+# roles/broker's broker_messaging_role and broker_management_role (defaults)
 MESSAGING_ROLE = "messaging"
-# what an application user may do; management stays with the 'amq' role
-MESSAGING_PERMISSIONS = ("send", "consume", "browse", "createNonDurableQueue",
-                         "deleteNonDurableQueue")
+MANAGEMENT_ROLE = "manage"
+ROLE_DIR = os.path.join(REPO, "roles", "broker")
 DEFAULT_PLAN = "brokered-single-broker"
 
 # The Molecule demo space (molecule/*/converge), which amqp_checks.py defaults to.
@@ -179,6 +180,9 @@ class ArtemisBroker(object):
         self.http_port = free_port()
         self.core_port = free_port()
         self.amqp_port = free_port()
+        self.openwire_port = free_port()
+        self.stomp_port = free_port()
+        self.mqtt_port = free_port()
         self.management_user = "admin"
         self.management_password = secrets.token_hex(12)
         self.messaging_user = "app"
@@ -208,11 +212,15 @@ class ArtemisBroker(object):
         return "amqp://%s:%s@127.0.0.1:%d" % (user, password, self.amqp_port)
 
     # --------------------------------------------------------------- create
-    def create(self):
+    def create(self, role_vars=None):
+        """``artemis create`` makes the instance (as roles/broker does), then
+        etc/broker.xml is the role's own template rendered by Ansible with the
+        role's defaults (``render_role_broker_xml``): the tests run the
+        configuration users get. ``role_vars`` override role variables."""
         home = artemis_home()
         cmd = [os.path.join(home, "bin", "artemis"), "create", "--silent", "--force",
                "--name", self.name, "--user", self.management_user,
-               "--password", self.management_password, "--role", "amq", "--require-login",
+               "--password", self.management_password, "--role", MANAGEMENT_ROLE, "--require-login",
                "--nio", "--no-autotune", "--host", "127.0.0.1", "--http-host", "127.0.0.1",
                "--http-port", str(self.http_port), "--default-port", str(self.core_port),
                "--no-hornetq-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
@@ -222,7 +230,7 @@ class ArtemisBroker(object):
         cmd.append(self.instance)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
         etc = os.path.join(self.instance, "etc")
-        self._patch(os.path.join(etc, "broker.xml"), self._patch_broker_xml)
+        self.render_broker_xml(role_vars)
         with open(os.path.join(etc, "artemis-users.properties"), "a") as f:
             f.write("\n%s = %s\n" % (self.messaging_user, self.messaging_password))
         with open(os.path.join(etc, "artemis-roles.properties"), "a") as f:
@@ -235,23 +243,16 @@ class ArtemisBroker(object):
                     '    <strict-checking/>\n  </cors>\n</restrict>\n')
         return self
 
-    @staticmethod
-    def _patch(path, fn):
-        with open(path) as f:
-            text = f.read()
-        with open(path, "w") as f:
-            f.write(fn(text))
+    @property
+    def ports(self):
+        """The acceptor ports, as the role's layout gives them to broker.xml.j2."""
+        return {"amqp": self.amqp_port, "core": self.core_port, "openwire": self.openwire_port,
+                "stomp": self.stomp_port, "mqtt": self.mqtt_port, "jolokia": self.http_port}
 
-    def _patch_broker_xml(self, xml):
-        # the AMQP acceptor on a free port
-        xml, n = re.subn(r'(<acceptor name="amqp">tcp://[^:]+:)5672\?', r"\g<1>%d?" % self.amqp_port, xml)
-        assert n == 1, "amqp acceptor not found in broker.xml"
-        # application users may send/consume but not manage
-        for perm in MESSAGING_PERMISSIONS:
-            xml, n = re.subn(r'(<permission type="%s" roles=")amq"' % perm,
-                             r'\1amq,%s"' % MESSAGING_ROLE, xml)
-            assert n >= 1, "permission %s not found in broker.xml" % perm
-        return xml
+    def render_broker_xml(self, role_vars=None):
+        """Write etc/broker.xml from roles/broker/templates/broker.xml.j2."""
+        render_role_broker_xml(os.path.join(self.instance, "etc", "broker.xml"), self.name, self.ports,
+                               role_vars=role_vars, schema=os.path.join(artemis_home(), "schema", "artemis-server.xsd"))
 
     # ------------------------------------------------------------ lifecycle
     def start(self, timeout=120):
@@ -548,3 +549,31 @@ def run_playbook(tasks, extra_vars=None, check=False, diff=False, timeout=900):
     except ValueError:
         data = {}
     return PlaybookResult(proc.returncode, data, proc.stdout, proc.stderr, seconds)
+
+
+# ------------------------------------------------------------ role configuration
+
+def render_role_broker_xml(dest, broker_name, ports, space="itest", role_vars=None, schema=None):
+    """Render roles/broker/templates/broker.xml.j2 to ``dest`` the way the role
+    does: ansible-playbook includes the role's layout (tasks_from: layout, with
+    the role's defaults and the enmasse.messaging.broker_layout filter) for one
+    space on ``ports`` and runs the template task with ``__space`` set, then
+    validates the result against Artemis' schema. ``role_vars`` override role
+    variables (extra vars)."""
+    extra = {"broker_address_spaces": [{"name": space, "type": "brokered", "plan": DEFAULT_PLAN,
+                                        "broker_name": broker_name, "port_offset": 0}],
+             "broker_ports": dict(ports), "broker_bind_address": "127.0.0.1",
+             "broker_credentials_dir": os.path.join(os.path.dirname(dest), "credentials")}
+    extra.update(role_vars or {})
+    template = {"src": os.path.join(ROLE_DIR, "templates", "broker.xml.j2"), "dest": dest, "mode": "0640"}
+    if schema:
+        template["validate"] = "xmllint --noout --schema %s %%s" % schema
+    tasks = [
+        {"name": "role layout", "ansible.builtin.include_role": {
+            "name": "enmasse.messaging.broker", "tasks_from": "layout", "public": True}},
+        {"name": "render broker.xml", "ansible.builtin.template": template,
+         "vars": {"__space": "{{ __broker_spaces[0] }}"}},
+    ]
+    res = run_playbook(tasks, extra_vars=extra, timeout=300)
+    assert res.rc == 0, "could not render the role's broker.xml: %r" % res
+    return dest
