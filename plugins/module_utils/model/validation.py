@@ -15,7 +15,7 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.model import pla
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import plans as _plans
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.documents import with_defaults
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import (
-    fmt as _fmt, space_name_errors, username_errors, address_name_errors)
+    fmt as _fmt, kube_name_errors, space_name_errors, username_errors, address_name_errors)
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import types as _types
 
 SPACE_TYPES = ("standard", "brokered")
@@ -74,6 +74,8 @@ def validate_address_space(space, catalogue, field="address_space"):
 
 def _addr_field(i, a, key):
     label = a.get("address") if isinstance(a, dict) and isinstance(a.get("address"), str) else None
+    if label and len(label) > 60:
+        label = label[:60] + "..."
     if label:
         return "addresses[%d](%s).%s" % (i, label, key)
     return "addresses[%d].%s" % (i, key)
@@ -126,6 +128,8 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
             errs.extend(unknown + typed)
             continue
         errs.extend(address_name_errors(a.get("address"), f("address")))
+        if a.get("name") is not None:
+            errs.extend(kube_name_errors(a["name"], f("name")))
         atype = a.get("type")
         type_ok = atype in allowed_types
         if not type_ok:
