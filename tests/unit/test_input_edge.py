@@ -356,3 +356,45 @@ def test_read_only_ledger_fails_before_the_broker(tmp_path, what):
             artemis_apply.commit(NoBroker(), ledger, _changes(), check_mode=False)
     finally:
         os.chmod(str(directory), 0o755)
+
+
+# ----------------------------------------------------------- argument specs
+
+def _validate(module, **given):
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    from ansible_collections.enmasse.messaging.plugins.module_utils import args
+    spec = args.argument_spec(**module.OPTIONS)
+    kwargs = dict((k, getattr(module, k.upper())) for k in ("mutually_exclusive", "required_one_of", "required_by")
+                  if hasattr(module, k.upper()))
+    return ArgumentSpecValidator(spec, **kwargs).validate(dict(given))
+
+
+@pytest.mark.parametrize("given", [
+    dict(address="a", type="queue", plan="brokered-queue"), dict(address="a", state="absent"),
+    dict(addresses=[], prune=True), dict(src="/tmp/x.json"), dict(definition={"kind": "Address"}),
+    dict(address="a", type="queue", plan="brokered-queue", message_ttl={"maximum": 5}, prune=True),
+])
+def test_address_forms_that_stay_valid(given):
+    from ansible_collections.enmasse.messaging.plugins.modules import address as address_module
+    res = _validate(address_module, address_space="demo", **given)
+    assert not res.error_messages, res.error_messages
+
+
+@pytest.mark.parametrize("given,fragment", [
+    (dict(address="a", addresses=[]), "mutually exclusive"), (dict(src="x", definition={}), "mutually exclusive"),
+    (dict(plan="p", addresses=[]), "mutually exclusive"), (dict(type="queue"), "required by"),
+    ({}, "one of the following is required"),
+    (dict(address="a", message_ttl={"minimim": 1}), "message_ttl.minimim"),
+])
+def test_address_forms_refused_by_the_argument_spec(given, fragment):
+    from ansible_collections.enmasse.messaging.plugins.modules import address as address_module
+    res = _validate(address_module, address_space="demo", **given)
+    assert any(fragment in m for m in res.error_messages), res.error_messages
+
+
+def test_raw_options_are_not_converted():
+    from ansible_collections.enmasse.messaging.plugins.modules import address as address_module
+    res = _validate(address_module, address_space=True, address=12345, message_ttl={"maximum": "5"})
+    assert not res.error_messages
+    assert res.validated_parameters["address"] == 12345 and res.validated_parameters["address_space"] is True
+    assert res.validated_parameters["message_ttl"] == {"maximum": "5", "minimum": None}
