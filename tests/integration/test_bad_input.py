@@ -228,9 +228,11 @@ def test_ledger_under_a_regular_file_fails_before_the_broker(demo_space, tmp_pat
     assert demo_space.snapshot(DEMO_NAMES) == demo_space.baseline
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="runs as root: root ignores file permissions, so a read-only "
-                                                  "directory does not stop it (the regular-file parent test "
-                                                  "covers root)")
+ROOT_SKIP = ("runs as root: root ignores file permissions, so a read-only directory does not stop it "
+             "(the regular-file parent test covers root)")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason=ROOT_SKIP)
 def test_read_only_ledger_directory_fails_before_the_broker(demo_space, tmp_path):
     directory = tmp_path / "ro"
     directory.mkdir()

@@ -56,6 +56,7 @@ GOOD = {"address": "a", "type": "queue", "plan": "brokered-queue", "topic": None
         "subscription": None}
 STRING_FIELDS = ("address", "type", "plan", "topic", "deadletter", "expiry")
 REQUIRED = ("address", "type", "plan")
+MAPPINGS = ("message_ttl", "message_redelivery", "subscription")
 NUMBER_FIELDS = [("message_ttl", "minimum"), ("message_ttl", "maximum"),
                  ("message_redelivery", "maximum_delivery_attempts"), ("message_redelivery", "redelivery_delay"),
                  ("message_redelivery", "redelivery_delay_multiplier"),
@@ -91,15 +92,13 @@ def _single(field, value):
     return params(**dict((k, v) for k, v in p.items() if v is not None or k == field))
 
 
-@pytest.mark.parametrize("field,value", list(_cases(STRING_FIELDS + ("message_ttl", "message_redelivery",
-                                                                      "subscription"))))
+@pytest.mark.parametrize("field,value", list(_cases(STRING_FIELDS + MAPPINGS)))
 def test_single_form_field_of_wrong_type_is_refused(field, value):
     errs = address_errors(_single(field, value))
     assert_refused(errs, field, value)
 
 
-@pytest.mark.parametrize("field,value", list(_cases(STRING_FIELDS + ("message_ttl", "message_redelivery",
-                                                                      "subscription", "state", "name"))))
+@pytest.mark.parametrize("field,value", list(_cases(STRING_FIELDS + MAPPINGS + ("state", "name"))))
 def test_bulk_item_field_of_wrong_type_is_refused(field, value):
     item = dict(GOOD, **{field: value})
     errs = address_errors(params(addresses=[item]))
@@ -341,8 +340,10 @@ def test_ledger_under_a_regular_file_fails_before_the_broker_even_for_root(tmp_p
         ledger.save()  # an OS error is a LedgerError naming the path, never a traceback
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="runs as root: root ignores file permissions (the regular-file "
-                                                  "parent test covers root)")
+ROOT_SKIP = "runs as root: root ignores file permissions (the regular-file parent test covers root)"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason=ROOT_SKIP)
 @pytest.mark.parametrize("what", ["directory", "file"])
 def test_read_only_ledger_fails_before_the_broker(tmp_path, what):
     directory = tmp_path / "ledger"

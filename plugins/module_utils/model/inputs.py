@@ -87,8 +87,8 @@ def plain_address(where, item, space_name):
         return prefix + names.get(k, k)
     errs = address_type_errors(plain, label)
     if not errs and plain.get("address_space") not in (None, space_name):
-        errs.append("%s: %s does not match address_space %r" % (label("address_space"),
-                                                                 quote(plain.get("address_space")), space_name))
+        errs.append("%s: %s does not match address_space %r"
+                    % (label("address_space"), quote(plain.get("address_space")), space_name))
     return (None if errs else plain), errs
 
 
