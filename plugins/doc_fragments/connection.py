@@ -88,7 +88,10 @@ options:
 options:
   address_space:
     description:
-      - Name of the address space.
-    type: str
+      - Name of the address space (a string - lowercase letters, digits and C(-), starting with a
+        letter, ending with a letter or digit, at most 60 characters). A bad name fails the task
+        before any connection file is looked for.
+      - Not converted - a YAML boolean or number (C(yes), C(12345)) is refused; quote it.
+    type: raw
     required: true
 '''

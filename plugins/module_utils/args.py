@@ -30,8 +30,12 @@ CATALOGUE_ARGS = dict(
     spaces_dir=dict(type="path"),
 )
 
-# the option naming the address space of address and address_info
-ADDRESS_SPACE_ARG = dict(address_space=dict(type="str", required=True))
+# the option naming the address space of address and address_info: raw, the
+# model checks it is a string (type=str would turn ``yes`` into 'True')
+ADDRESS_SPACE_ARG = dict(address_space=dict(type="raw", required=True))
+# a string option whose type the model checks (model/types.py): Ansible's
+# type=str would convert ``yes`` to 'True' and 12345 to '12345' silently
+STRING_ARG = dict(type="raw")
 STATE_ARG = dict(type="str", choices=["present", "absent"], default="present")
 FORCE_ARG = dict(type="bool", default=False)
 

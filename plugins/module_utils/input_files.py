@@ -28,11 +28,15 @@ def read_addresses_file(path):
 
 def address_list(data, path):
     """The address list in ``data`` read from the file at ``path``: the data
-    itself, or its ``addresses`` list. The one rule for ``src`` files, on the
-    controller (action plugin) and on the host (module)."""
+    itself, its ``addresses`` list, or an EnMasse AddressList (a one-item
+    list: the module checks the AddressList and expands its items). The one
+    rule for ``src`` files, on the controller (action plugin) and on the host
+    (module)."""
+    if isinstance(data, dict) and data.get("kind") == "AddressList":
+        return [data]
     if isinstance(data, dict) and "addresses" in data:
         data = data["addresses"]
     if not isinstance(data, list):
-        raise ConfigError("src: %s must hold a list of addresses or a mapping with an addresses list, not %s"
+        raise ConfigError("src: %s must hold a list of addresses, a mapping with an addresses list or an AddressList, not %s"
                           % (path, type(data).__name__))
     return data

@@ -56,65 +56,108 @@ options:
     description:
       - Single form. The address (the AMQP address string, unique within the address space, no
         whitespace, must not start with C(_!) or C(!!), no C(::)).
-      - Mutually exclusive with O(addresses) and O(definition).
-    type: str
+      - A string. The string options of the single form are not converted - a YAML boolean or number
+        (C(yes), C(12345)) is refused, not turned into C(True) or C('12345'); quote it.
+      - Mutually exclusive with O(addresses), O(definition) and O(src).
+    type: raw
   type:
     description:
       - Single form. Type of the address. A C(brokered) space supports C(queue), C(topic),
-        C(subscription) and C(deadletter). Immutable.
-    type: str
+        C(subscription) and C(deadletter). Immutable. A string.
+    type: raw
   plan:
     description:
       - Single form. Address plan (for example C(brokered-queue)); it must be allowed by the address
-        space plan and be a plan for O(type).
-    type: str
+        space plan and be a plan for O(type). A string.
+    type: raw
   topic:
     description:
       - Single form, subscriptions only. The topic address the subscription belongs to. Immutable.
-    type: str
+        A string.
+    type: raw
   deadletter:
     description:
       - Single form, queues and topics. A C(deadletter) address that receives messages that could
-        not be delivered (Artemis C(deadLetterAddress)).
-    type: str
+        not be delivered (Artemis C(deadLetterAddress)). A string.
+    type: raw
   expiry:
     description:
       - Single form, queues and topics. A C(deadletter) address that receives expired messages
-        (Artemis C(expiryAddress)).
-    type: str
+        (Artemis C(expiryAddress)). A string.
+    type: raw
   message_ttl:
     description:
-      - Single form, queues and topics. Bounds of the time to live of messages, in milliseconds,
-        as C({minimum, maximum}) (Artemis C(minExpiryDelay) and C(maxExpiryDelay)).
+      - Single form, queues and topics. Bounds of the time to live of messages, in milliseconds
+        (Artemis C(minExpiryDelay) and C(maxExpiryDelay)).
+      - The values are integers, not converted - a string (C('5')), a float (C(1.5), C(1e20)) or a
+        boolean is refused, as in O(addresses) and O(definition).
     type: dict
+    suboptions:
+      minimum:
+        description:
+          - Minimum time to live, an integer from 0 to 9223372036854775807 (a Java long).
+        type: raw
+      maximum:
+        description:
+          - Maximum time to live, an integer from 0 to 9223372036854775807, not less than O(message_ttl.minimum).
+        type: raw
   message_redelivery:
     description:
-      - Single form, queues and topics. Redelivery as C({maximum_delivery_attempts,
-        redelivery_delay, redelivery_delay_multiplier, maximum_delivery_delay}) (delays in
-        milliseconds; Artemis C(maxDeliveryAttempts), C(redeliveryDelay), C(redeliveryMultiplier),
-        C(maxRedeliveryDelay)).
+      - Single form, queues and topics. Redelivery (delays in milliseconds).
+      - The values are not converted - a string, a float for an integer or a boolean is refused.
     type: dict
+    suboptions:
+      maximum_delivery_attempts:
+        description:
+          - Artemis C(maxDeliveryAttempts) - an integer from 1 to 2147483647 (a Java int), or -1 for unlimited.
+        type: raw
+      redelivery_delay:
+        description:
+          - Artemis C(redeliveryDelay) - an integer from 0 to 9223372036854775807 (a Java long).
+        type: raw
+      redelivery_delay_multiplier:
+        description:
+          - Artemis C(redeliveryMultiplier) - a finite number >= 1 (a Java double).
+        type: raw
+      maximum_delivery_delay:
+        description:
+          - Artemis C(maxRedeliveryDelay) - an integer from 0 to 9223372036854775807 (a Java long).
+        type: raw
   subscription:
     description:
-      - Single form, subscriptions only. C({max_consumers}), default C(1). Immutable.
+      - Single form, subscriptions only. Immutable.
     type: dict
+    suboptions:
+      max_consumers:
+        description:
+          - Consumers allowed at once - an integer from 1 to 2147483647 (a Java int), default C(1). Not converted.
+        type: raw
   definition:
     description:
       - Single form. An EnMasse C(enmasse.io/v1beta1) C(Address) document, instead of the fields
-        above. C(metadata.name) is C(<address space>.<name>).
+        above, or an C(AddressList) (C(items) a list of C(Address) documents).
+      - C(apiVersion) must be C(enmasse.io/v1beta1) and C(kind) C(Address) (or C(AddressList)).
+        C(metadata.name) is C(<address space>.<name>) - the address space part must be
+        O(address_space), the name part a Kubernetes name (lowercase letters, digits, C(-) and C(.),
+        each dot-separated part starting and ending with a letter or digit). The legacy
+        C(spec.addressSpace), when given, must be O(address_space).
+      - C(status) and the metadata the API server sets (C(uid), C(resourceVersion), C(labels),
+        C(annotations), C(namespace), ...) are ignored. An unknown key of C(spec) (such as
+        C(messageTtl.minimim)) is refused, naming the nearest known key; EnMasse would ignore it.
     type: dict
   addresses:
     description:
       - Bulk form. List of addresses, each a plain mapping with the keys of the single form
         (C(address), C(type), C(plan), ...) or an EnMasse C(Address) document. An item may have its
-        own C(state).
+        own C(state). An EnMasse C(AddressList) item stands for its C(items).
+      - An unknown key of a plain item is refused, naming the nearest known key.
       - Mutually exclusive with the single-form options.
     type: list
     elements: dict
   src:
     description:
       - Bulk form, from a file. A YAML or JSON file holding the list of addresses (as in O(addresses)),
-        or a mapping with an C(addresses) list (a vars file works).
+        a mapping with an C(addresses) list (a vars file works), or an EnMasse C(AddressList).
       - The file is on the controller, found like the C(src) of M(ansible.builtin.copy) (the role's or
         playbook's C(files/) first). It is read as data, not templated, sent to the managed host as
         JSON and read there, so a list of thousands of addresses costs neither templating nor an echo
@@ -279,22 +322,30 @@ failed_addresses:
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import (
     REPORT_CHOICES, converge_addresses, open_space)
-from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError, ValidationError
 from ansible_collections.enmasse.messaging.plugins.module_utils.input_files import read_addresses_file
-from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import address_inputs
 from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import load_catalogue
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import address_inputs, check_space_name
 
+# The string options are raw and the model checks them (model/types.py): a
+# type=str option would turn ``address: yes`` into 'True'. The sub-options of
+# the mappings are raw too: type=int would turn '5' and 5.0 into 5 here while
+# the same values in ``addresses`` or ``definition`` are refused; the model's
+# rule (model/types.py) is the one rule for every form.
+RAW = args.STRING_ARG
 OPTIONS = dict(
     args.ADDRESS_SPACE_ARG,
-    address=dict(type="str"),
-    type=dict(type="str"),
-    plan=dict(type="str"),
-    topic=dict(type="str"),
-    deadletter=dict(type="str"),
-    expiry=dict(type="str"),
-    message_ttl=dict(type="dict"),
-    message_redelivery=dict(type="dict"),
-    subscription=dict(type="dict"),
+    address=RAW,
+    type=RAW,
+    plan=RAW,
+    topic=RAW,
+    deadletter=RAW,
+    expiry=RAW,
+    message_ttl=dict(type="dict", options=dict(minimum=RAW, maximum=RAW)),
+    message_redelivery=dict(type="dict", options=dict(
+        maximum_delivery_attempts=RAW, redelivery_delay=RAW, redelivery_delay_multiplier=RAW,
+        maximum_delivery_delay=RAW)),
+    subscription=dict(type="dict", options=dict(max_consumers=RAW)),
     definition=dict(type="dict"),
     addresses=dict(type="list", elements="dict"),
     src=dict(type="path"),
@@ -303,22 +354,33 @@ OPTIONS = dict(
     state=args.STATE_ARG,
     force=args.FORCE_ARG,
 )
-MUTUALLY_EXCLUSIVE = [("src", name) for name in ("addresses", "definition", "address")]
+# the forms: the single form (address and its fields), definition,
+# addresses, src - exactly one. The fields of the single form need address.
+# (state=present needs type and plan in the single form only, which
+# required_if cannot say: the model reports it.)
+FORMS = ("address", "definition", "addresses", "src")
+FIELDS = ("type", "plan", "topic", "deadletter", "expiry", "message_ttl", "message_redelivery", "subscription")
+MUTUALLY_EXCLUSIVE = ([(a, b) for i, a in enumerate(FORMS) for b in FORMS[i + 1:]]
+                      + [(f, form) for f in FIELDS for form in FORMS[1:]])
+REQUIRED_ONE_OF = [FORMS]
+REQUIRED_BY = dict((f, "address") for f in FIELDS)
 
 
 def converge(module):
     p = module.params
+    # everything that needs neither the host nor the broker first
+    check_space_name(p["address_space"])
     if p["src"] is not None:  # a copy: the invocation echoes module.params
         p = dict(p, addresses=read_addresses_file(p["src"]))
+    present, absent, errors, positions = address_inputs(p, p["address_space"])
+    if errors:
+        raise ValidationError(errors)
     conn, ledger, space, service = open_space(p, p["address_space"], runner.secret_hider(module))
     if not space["plan"]:
         raise ConfigError(
             "the plan of address space %r is not known: create it with enmasse.messaging.address_space "
             "(which records it in the ledger %s) or add plan to the connection file %s"
             % (space["name"], conn["ledger_path"], conn["connection_file"]))
-    present, absent, errors, positions = address_inputs(p, space["name"])
-    if errors:
-        raise ConfigError(errors)
     unused, catalogue = load_catalogue(p, conn)
     report = p["return_addresses"] or ("changed" if p["addresses"] is not None else "all")
     return converge_addresses(service, ledger, space, catalogue, present, absent, prune=p["prune"], force=p["force"],
@@ -326,7 +388,8 @@ def converge(module):
 
 
 def main():
-    runner.main(OPTIONS, converge, mutually_exclusive=MUTUALLY_EXCLUSIVE)
+    runner.main(OPTIONS, converge, mutually_exclusive=MUTUALLY_EXCLUSIVE, required_one_of=REQUIRED_ONE_OF,
+                required_by=REQUIRED_BY)
 
 
 if __name__ == "__main__":

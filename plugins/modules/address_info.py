@@ -78,6 +78,7 @@ addresses:
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import address_info, open_space
 from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import load_catalogue
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import check_space_name
 
 OPTIONS = dict(
     args.ADDRESS_SPACE_ARG,
@@ -88,6 +89,7 @@ OPTIONS = dict(
 
 def info(module):
     p = module.params
+    check_space_name(p["address_space"])
     conn, ledger, space, service = open_space(p, p["address_space"], runner.secret_hider(module))
     unused, catalogue = load_catalogue(p, conn)
     addresses = address_info(service, ledger, catalogue, p["addresses"], p["include_unowned"])

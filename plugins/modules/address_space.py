@@ -34,23 +34,26 @@ options:
   name:
     description:
       - Name of the address space - lowercase letters, digits and C(-), starting with a letter, ending
-        with a letter or digit, at most 60 characters.
-    type: str
+        with a letter or digit, at most 60 characters. A bad name fails the task before any connection
+        file is looked for.
+      - A string. The string options are not converted - a YAML boolean or number (C(yes), C(12345))
+        is refused; quote it.
+    type: raw
     required: true
   type:
     description:
       - C(brokered) or C(standard). Defaults to what the ledger or the connection file says, else
-        C(brokered). Immutable.
-    type: str
+        C(brokered). Immutable. A string.
+    type: raw
   plan:
     description:
       - Address space plan, for example C(brokered-single-broker). Defaults to what the ledger or the
-        connection file says.
-    type: str
+        connection file says. A string.
+    type: raw
   authentication_service:
     description:
       - Authentication service of the space, C({name, type}) with type C(none), C(standard) or
-        C(external). Recorded in the ledger.
+        C(external) (strings; EnMasse's C(overrides) is recorded as given). Recorded in the ledger.
     type: dict
   endpoints:
     description:
@@ -60,8 +63,11 @@ options:
     elements: dict
   definition:
     description:
-      - An EnMasse C(enmasse.io/v1beta1) C(AddressSpace) document, instead of O(type), O(plan),
-        O(authentication_service) and O(endpoints). Its C(metadata.name) must be O(name).
+      - An EnMasse C(enmasse.io/v1beta1) C(AddressSpace) document (or a plain mapping with the keys
+        of the fields), instead of O(type), O(plan), O(authentication_service) and O(endpoints).
+      - C(apiVersion) must be C(enmasse.io/v1beta1), C(kind) C(AddressSpace) and C(metadata.name)
+        O(name). C(status) and the metadata the API server sets are ignored; an unknown key of
+        C(spec) is refused, naming the nearest known key.
     type: dict
   force:
     description:
@@ -149,14 +155,19 @@ errors:
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import converge_space, delete_space, open_space
-from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import space_input
 from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import (
     load_catalogue, register_space, registration_needed, unregister_space)
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ValidationError
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import SPACE_FIELDS, space_input, space_params_errors
 
+# name, type and plan are raw: the model checks they are strings (type=str
+# would turn ``yes`` into 'True'). authentication_service has no declared
+# sub-options: EnMasse's overrides is accepted and recorded as given, and
+# declared ones would be recorded as nulls; the model checks name and type.
 OPTIONS = dict(
-    name=dict(type="str", required=True),
-    type=dict(type="str"),
-    plan=dict(type="str"),
+    name=dict(type="raw", required=True),
+    type=args.STRING_ARG,
+    plan=args.STRING_ARG,
     authentication_service=dict(type="dict"),
     endpoints=dict(type="list", elements="dict"),
     definition=dict(type="dict"),
@@ -165,8 +176,15 @@ OPTIONS = dict(
 )
 
 
+MUTUALLY_EXCLUSIVE = [("definition", k) for k in SPACE_FIELDS]
+
+
 def converge(module):
     p = module.params
+    # everything that needs neither the host nor the broker first
+    errs = space_params_errors(p)
+    if errs:
+        raise ValidationError(errs)
     # state=present checks the (desired) type itself: it may differ from the recorded one
     conn, ledger, space, service = open_space(p, p["name"], runner.secret_hider(module),
                                               supported_only=p["state"] == "absent")
@@ -185,7 +203,7 @@ def converge(module):
 
 
 def main():
-    runner.main(OPTIONS, converge)
+    runner.main(OPTIONS, converge, mutually_exclusive=MUTUALLY_EXCLUSIVE)
 
 
 if __name__ == "__main__":

@@ -25,8 +25,10 @@ extends_documentation_fragment:
 options:
   name:
     description:
-      - Name of the address space.
-    type: str
+      - Name of the address space (a string - lowercase letters, digits and C(-), starting with a
+        letter, ending with a letter or digit, at most 60 characters). A bad name fails the task
+        before any connection file is looked for. Not converted - a YAML boolean or number is refused.
+    type: raw
     required: true
 seealso:
   - module: enmasse.messaging.address_space
@@ -80,11 +82,13 @@ from ansible_collections.enmasse.messaging.plugins.module_utils import runner
 from ansible_collections.enmasse.messaging.plugins.module_utils.args import CONNECTION_ARGS
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import open_space, space_info, space_result
 from ansible_collections.enmasse.messaging.plugins.module_utils.connection import connection_file_path, read_connection_file
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import check_space_name
 
 
 def info(module):
     p = module.params
     name = p["name"]
+    check_space_name(name, "name")
     explicit = any(p.get(k) is not None for k in CONNECTION_ARGS)
     path = connection_file_path(p, name)
     if not explicit and read_connection_file(path) is None:
@@ -96,7 +100,7 @@ def info(module):
 
 
 def main():
-    runner.main(dict(name=dict(type="str", required=True)), info)
+    runner.main(dict(name=dict(type="raw", required=True)), info)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ what a user sees and what the broker keeps:
 """
 
 import os
+import stat
 
 import pytest
 
@@ -68,11 +69,11 @@ ADDRESS_CASES = [
     Case("max-consumers-change", "address", sub("events-audit", topic="events", subscription={"max_consumers": 2}),
          "max_consumers", "2", "immutable"),
     Case("negative-ttl", "address", q("new-q", message_ttl={"maximum": -5}), "message_ttl.maximum", "-5",
-         "from 0 to"),
+         "from 0 to 9223372036854775807"),
     Case("ttl-minimum-over-maximum", "address", q("new-q", message_ttl={"minimum": 5000, "maximum": 10}),
          "message_ttl", "5000", "must not be greater than maximum"),
     Case("zero-delivery-attempts", "address", q("new-q", message_redelivery={"maximum_delivery_attempts": 0}),
-         "maximum_delivery_attempts", "0", "or -1 for unlimited"),
+         "maximum_delivery_attempts", "0", "integer from 1 to 2147483647"),
     Case("deadletter-is-a-queue", "address", q("new-q", deadletter="orders"), "deadletter", "'orders'",
          "type deadletter"),
     Case("expiry-unknown", "address", q("new-q", expiry="nowhere"), "expiry", "'nowhere'", "type deadletter"),
@@ -80,14 +81,65 @@ ADDRESS_CASES = [
          "listed twice"),
     Case("unknown-field-typo", "address", {"addresses": [q("new-q", dedletter="dlq")]}, "dedletter",
          None, "unknown field"),
+    # the single form's mappings have declared sub-options: Ansible refuses an unknown one
     Case("unknown-nested-key-typo", "address",
          q("new-q", message_redelivery={"maximum_delivery_attemps": 3}), "maximum_delivery_attemps",
-         "did you mean 'maximum_delivery_attempts'", "unknown field"),
+         None, "Unsupported parameters"),
+    Case("unknown-nested-key-typo-bulk", "address",
+         {"addresses": [q("new-q", message_redelivery={"maximum_delivery_attemps": 3})]},
+         "addresses[0].message_redelivery.maximum_delivery_attemps", "unknown field",
+         "did you mean 'maximum_delivery_attempts'?"),
     Case("unsupported-option-typo", "address", q("new-q", dead_letter="dlq"), "dead_letter", None,
          "Unsupported parameters"),
     Case("subscription-with-own-settings", "address",
          sub("new-sub", topic="events", message_ttl={"maximum": 1000}), "message_ttl", "1000",
          "not supported on a subscription"),
+]
+
+
+def doc(name="itest.new-q", kind="Address", api="enmasse.io/v1beta1", **spec):
+    """An EnMasse Address document for the demo space (spec overrides)."""
+    body = dict({"address": "new-q", "type": "queue", "plan": "brokered-queue"}, **spec)
+    return {"definition": {"apiVersion": api, "kind": kind, "metadata": {"name": name}, "spec": body}}
+
+
+# what YAML makes of unquoted values, and values the broker cannot store
+EDGE_CASES = [
+    Case("address-yes", "address", q(True), "address", "True", "must be a string (quote it in YAML)"),
+    Case("address-12345", "address", q(12345), "address", "12345", "must be a string (quote it in YAML)"),
+    Case("address-list", "address", q(["a", "b"]), "address", "['a', 'b']", "is a list, it must be a string"),
+    Case("plan-yes", "address", q("new-q", plan=True), "plan", "True", "must be a string"),
+    Case("bulk-address-list", "address", {"addresses": [q(["a"])]}, "addresses[0].address", "['a']",
+         "must be a string"),
+    Case("ttl-1e20", "address", q("new-q", message_ttl={"maximum": 1e20}), "message_ttl.maximum", "1e+20",
+         "integer number of milliseconds from 0 to 9223372036854775807"),
+    Case("ttl-beyond-java-long", "address", {"addresses": [q("new-q", message_ttl={"maximum": 2 ** 63})]},
+         "message_ttl.maximum", str(2 ** 63), "from 0 to 9223372036854775807"),
+    Case("ttl-string", "address", q("new-q", message_ttl={"maximum": "5"}), "message_ttl.maximum", "'5'",
+         "is a string"),
+    Case("delivery-attempts-float", "address", q("new-q", message_redelivery={"maximum_delivery_attempts": 1.5}),
+         "maximum_delivery_attempts", "1.5", "from 1 to 2147483647"),
+    Case("multiplier-bool", "address", q("new-q", message_redelivery={"redelivery_delay_multiplier": True}),
+         "redelivery_delay_multiplier", "True", "finite number >= 1"),
+    Case("max-consumers-beyond-java-int", "address",
+         sub("new-sub", topic="events", subscription={"max_consumers": 2 ** 31}), "subscription.max_consumers",
+         str(2 ** 31), "from 1 to 2147483647"),
+    Case("doc-wrong-kind", "address", doc(kind="Queue"), "definition.kind", "'Queue'",
+         "is not accepted here: this module takes an EnMasse Address (enmasse.io/v1beta1)"),
+    Case("doc-wrong-api-version", "address", doc(api="enmasse.io/v1"), "definition.apiVersion",
+         "'enmasse.io/v1'", "use enmasse.io/v1beta1"),
+    Case("doc-name-of-another-space", "address", doc(name="other.new-q"), "definition.metadata.name",
+         "'other.new-q'", "belongs to address space 'other', not 'itest'"),
+    Case("doc-name-not-kubernetes", "address", doc(name="itest.New_Q"), "definition.metadata.name",
+         "'New_Q'", "Kubernetes name"),
+    Case("doc-legacy-address-space", "address", doc(addressSpace="other"), "definition.spec.addressSpace",
+         "'other'", "must be the address space 'itest'"),
+    Case("doc-unknown-spec-field", "address", doc(messageTtl={"minimim": 5}), "definition.spec.messageTtl.minimim",
+         "unknown field", "did you mean 'minimum'?"),
+    Case("space-definition-wrong-kind", "address_space",
+         {"definition": {"apiVersion": "enmasse.io/v1beta1", "kind": "Address", "metadata": {"name": "itest"},
+                         "spec": {"type": "brokered", "plan": "brokered-single-broker"}}},
+         "definition.kind", "'Address'", "this module takes an EnMasse AddressSpace"),
 ]
 
 
@@ -106,7 +158,7 @@ def _assert_refused(res, case, before, after):
     assert after["ledger"] == before["ledger"], "ledger changed by refused input"
 
 
-@pytest.mark.parametrize("case", SPACE_CASES + ADDRESS_CASES, ids=lambda c: c.id)
+@pytest.mark.parametrize("case", SPACE_CASES + ADDRESS_CASES + EDGE_CASES, ids=lambda c: c.id)
 def test_bad_input_is_refused_and_changes_nothing(demo_space, case):
     before = demo_space.baseline
     res = demo_space.run(case.module, **case.args)
@@ -125,6 +177,64 @@ def test_bad_space_name_is_refused(demo_space, tmp_path, case):
     res = helpers.run_module(case.module, args)
     _assert_refused(res, case, demo_space.baseline, demo_space.snapshot(DEMO_NAMES))
     assert not os.path.exists(ledger), "a ledger was written for a refused space"
+
+
+NAME_RULE = "must consist of lowercase letters, digits and '-', start with a letter and end with a letter or digit"
+BAD_NAMES = [("uppercase", "BadSpace", NAME_RULE), ("leading-dash", "-space", NAME_RULE),
+             ("61-chars", "a" * 61, "at most 60"), ("empty", "", "non-empty string"),
+             ("non-ascii", u"ten\u00e4nt", NAME_RULE), ("yes", True, "non-empty string")]
+
+
+@pytest.mark.parametrize("module,option", [("address_space", "name"), ("address_space_info", "name"),
+                                           ("address", "address_space"), ("address_info", "address_space")])
+@pytest.mark.parametrize("name,value,rule", BAD_NAMES, ids=[b[0] for b in BAD_NAMES])
+def test_bad_space_name_is_refused_before_the_connection_lookup(demo_space, module, option, name, value, rule):
+    """No connection file exists for these names and no connection option is
+    given: the task fails with the name rule, not with the missing file."""
+    args = {option: value}
+    if module == "address":
+        args.update(address="orders", type="queue", plan="brokered-queue")
+    res = helpers.run_module(module, args)
+    case = Case(name, module, args, option, None, rule)
+    _assert_refused(res, case, demo_space.baseline, demo_space.snapshot(DEMO_NAMES))
+    assert "connection file" not in res.msg and "Traceback" not in res.stderr, res
+
+
+def _explicit(demo_space, ledger_path):
+    conn = demo_space.broker.connection(demo_space.name)
+    args = dict((k, conn[k]) for k in ("management_url", "management_user", "management_password", "broker_name"))
+    return dict(args, address_space=demo_space.name, ledger_path=ledger_path)
+
+
+def test_ledger_under_a_regular_file_fails_before_the_broker(demo_space, tmp_path):
+    """A ledger path whose parent is a regular file: refused even for root,
+    naming the path and the OS error, nothing created on the broker."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    ledger = str(blocker / "ledger.json")
+    res = helpers.run_module("address", dict(_explicit(demo_space, ledger), **q("ledger-q")))
+    assert res.failed and not res.changed, res
+    assert ledger in res.msg and "Not a directory" in res.msg and "Traceback" not in res.stderr, res
+    assert demo_space.snapshot(DEMO_NAMES) == demo_space.baseline
+
+
+ROOT_SKIP = ("runs as root: root ignores file permissions, so a read-only directory does not stop it "
+             "(the regular-file parent test covers root)")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason=ROOT_SKIP)
+def test_read_only_ledger_directory_fails_before_the_broker(demo_space, tmp_path):
+    directory = tmp_path / "ro"
+    directory.mkdir()
+    os.chmod(str(directory), stat.S_IRUSR | stat.S_IXUSR)
+    ledger = str(directory / "ledger.json")
+    try:
+        res = helpers.run_module("address", dict(_explicit(demo_space, ledger), **q("ledger-q")))
+    finally:
+        os.chmod(str(directory), 0o755)
+    assert res.failed and not res.changed, res
+    assert ledger in res.msg and "Permission denied" in res.msg, res
+    assert demo_space.snapshot(DEMO_NAMES) == demo_space.baseline
 
 
 def test_every_violation_is_reported_and_good_items_are_not_applied(demo_space):

@@ -334,7 +334,7 @@ def params(**kw):
 
 def test_single_form_document_and_bulk_with_per_item_state():
     assert model_inputs.address_inputs(params(address="a", type="queue", plan="p"), "demo") == (
-        [{"address": "a", "type": "queue", "plan": "p"}], [], [], [0])
+        [{"address": "a", "type": "queue", "plan": "p"}], [], [], ["addresses[0]"])
     doc = {"apiVersion": "enmasse.io/v1beta1", "kind": "Address", "metadata": {"name": "demo.inv"},
            "spec": {"address": "inv", "type": "queue", "plan": "brokered-queue"}}
     present, absent, errs, unused = model_inputs.address_inputs(params(definition=doc), "demo")
@@ -342,7 +342,7 @@ def test_single_form_document_and_bulk_with_per_item_state():
     present, absent, errs, positions = model_inputs.address_inputs(
         params(addresses=[{"address": "b", "state": "absent"}, q("a")]), "demo")
     assert [a["address"] for a in present] == ["a"] and absent == ["b"] and not errs
-    assert positions == [1]  # its index in the task, for the messages
+    assert positions == ["addresses[1]"]  # where it is in the task, for the messages
     assert model_inputs.address_inputs(params(address="a", state="absent"), "demo") == ([], ["a"], [], [])
 
 
@@ -351,8 +351,10 @@ def test_single_form_document_and_bulk_with_per_item_state():
     (dict(address="a", definition={"kind": "Address"}), "not both"),
     ({}, "is required"),
     (dict(addresses=["x"]), "must be a mapping"),
-    (dict(addresses=[{"kind": "Address", "metadata": {"name": "other.x"}, "spec": {"address": "x"}}]),
-     "does not match address_space 'demo'"),
+    (dict(addresses=[{"apiVersion": "enmasse.io/v1beta1", "kind": "Address", "metadata": {"name": "other.x"},
+                      "spec": {"address": "x"}}]),
+     "belongs to address space 'other', not 'demo'"),
+    (dict(addresses=[{"address": "x", "address_space": "other"}]), "does not match address_space 'demo'"),
     (dict(addresses=[{"address": "x", "state": "gone"}]), "must be one of present, absent"),
 ])
 def test_bad_input_forms(kw, fragment):
@@ -366,9 +368,10 @@ def test_space_input_defaults_from_ledger_then_connection_file():
     assert model_inputs.space_input(p, None, {"plan": "from-file"}) == {"name": "demo", "type": "brokered",
                                                                         "plan": "from-file"}
     assert model_inputs.space_input(p, {"plan": "from-ledger", "type": "brokered"}, {"plan": "x"})["plan"] == "from-ledger"
-    doc = {"kind": "AddressSpace", "metadata": {"name": "demo"}, "spec": {"type": "brokered", "plan": "p"}}
+    doc = {"apiVersion": "enmasse.io/v1beta1", "kind": "AddressSpace", "metadata": {"name": "demo"},
+           "spec": {"type": "brokered", "plan": "p"}}
     assert model_inputs.space_input(dict(p, definition=doc), None, {})["plan"] == "p"
-    with pytest.raises(errors.ConfigError, match="does not match name"):
+    with pytest.raises(errors.ValidationError, match="does not match name"):
         model_inputs.space_input(dict(p, definition=dict(doc, metadata={"name": "x"})), None, {})
     with pytest.raises(errors.ConfigError, match="not both"):
         model_inputs.space_input(dict(p, definition=doc, plan="p"), None, {})

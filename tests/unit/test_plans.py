@@ -131,11 +131,11 @@ def test_ttl_bounds_are_what_the_broker_stores(ttl, message):
 
 
 @pytest.mark.parametrize("red, message", [
-    ({"maximum_delivery_attempts": 2 ** 31}, "from 1 to 2147483647 (a Java int)"),
+    ({"maximum_delivery_attempts": 2 ** 31}, "from 1 to 2147483647, or -1 for unlimited"),
     ({"maximum_delivery_attempts": 0}, "or -1 for unlimited"),
-    ({"redelivery_delay": 2 ** 63}, "a Java long"),
-    ({"redelivery_delay_multiplier": float("inf")}, "must be a number from 1"),
-    ({"redelivery_delay_multiplier": 0.5}, "must be a number from 1"),
+    ({"redelivery_delay": 2 ** 63}, "from 0 to 9223372036854775807"),
+    ({"redelivery_delay_multiplier": float("inf")}, "must be a finite number >= 1"),
+    ({"redelivery_delay_multiplier": 0.5}, "must be a finite number >= 1"),
 ])
 def test_redelivery_bounds(red, message):
     errs = model_plans.validate_redelivery(red, "message_redelivery")

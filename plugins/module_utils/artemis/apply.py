@@ -22,8 +22,13 @@ WORKERS = 8
 
 def commit(service, ledger, changes, check_mode):
     """Apply ``changes`` and record what the broker accepted in the ledger.
-    Returns the errors (``{name: [messages]}``)."""
-    if check_mode or not changes.changed:
+    Returns the errors (``{name: [messages]}``). A ledger that could not be
+    written fails before the broker is changed (in check mode too: the real
+    run would fail)."""
+    if not changes.changed:
+        return {}
+    ledger.check_writable()
+    if check_mode:
         return {}
     errors = service.apply(changes.requests) if changes.requests else {}
     for name, plain in changes.record.items():

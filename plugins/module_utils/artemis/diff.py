@@ -175,14 +175,14 @@ def subscription_setting_errors(addresses, positions=None):
     """Brokered spaces cannot give a subscription settings of its own."""
     errs = []
     for n, a in enumerate(addresses):
-        i = positions[n] if positions else n
+        where = positions[n] if positions else "addresses[%d]" % n
         if a.get("type") != "subscription":
             continue
         for key in SETTINGS_FIELDS:
             if a.get(key) is not None:
-                errs.append("addresses[%d](%s).%s: %r is not supported on a subscription in a brokered "
+                errs.append("%s(%s).%s: %r is not supported on a subscription in a brokered "
                             "address space (Artemis applies address settings per address: set it on "
-                            "topic %r)" % (i, a.get("address"), key, a[key], a.get("topic")))
+                            "topic %r)" % (where, a.get("address"), key, a[key], a.get("topic")))
     return errs
 
 

@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import errno
 import json
 import os
 import tempfile
@@ -27,6 +28,14 @@ import tempfile
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import StoreError
 
 VERSION = 1
+
+
+def _read_only_fs(path):
+    """The file system of ``path`` is mounted read-only."""
+    try:
+        return bool(os.statvfs(path).f_flag & getattr(os, "ST_RDONLY", 1))
+    except (AttributeError, OSError):
+        return False
 
 
 class LedgerError(StoreError):
@@ -67,9 +76,52 @@ class Ledger(object):
     def owned(self, name):
         return name in self.addresses
 
+    def writable_error(self):
+        """Why the ledger could not be written, or None: checked before the
+        broker is changed, so that a change is never made that the ledger
+        cannot record. The directory (or the nearest existing ancestor, which
+        ``save`` would create it in) must be a writable directory, an
+        existing ledger a writable regular file. root passes the permission
+        checks, but not a read-only file system or a parent that is a file."""
+        path = os.path.abspath(self.path)
+        if os.path.isdir(path):
+            return "the ownership ledger %s is a directory, not a file" % self.path
+        if os.path.exists(path):
+            if not os.access(path, os.W_OK):
+                reason = errno.EROFS if _read_only_fs(path) else errno.EACCES
+                return "cannot write the ownership ledger %s: %s" % (self.path, os.strerror(reason))
+        directory = os.path.dirname(path)
+        while not os.path.exists(directory):
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
+        if not os.path.isdir(directory):
+            return ("cannot write the ownership ledger %s: %s is not a directory (%s)"
+                    % (self.path, directory, os.strerror(errno.ENOTDIR)))
+        if not os.access(directory, os.W_OK | os.X_OK):
+            reason = errno.EROFS if _read_only_fs(directory) else errno.EACCES
+            return ("cannot write the ownership ledger %s: directory %s: %s"
+                    % (self.path, directory, os.strerror(reason)))
+        return None
+
+    def check_writable(self):
+        """Raise LedgerError when the ledger could not be written."""
+        err = self.writable_error()
+        if err:
+            raise LedgerError(err)
+
     def save(self):
         """Write the ledger atomically: a temporary file in the same directory,
-        flushed to disk, then renamed over the old one."""
+        flushed to disk, then renamed over the old one. An OS error is a
+        LedgerError naming the path."""
+        try:
+            self._save()
+        except (IOError, OSError) as e:
+            raise LedgerError("cannot write the ownership ledger %s: %s" % (self.path, e))
+        self.exists = True
+
+    def _save(self):
         directory = os.path.dirname(os.path.abspath(self.path))
         if not os.path.isdir(directory):
             os.makedirs(directory, 0o755)
@@ -90,12 +142,14 @@ class Ledger(object):
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
-        self.exists = True
 
     def remove(self):
         """Clear the ledger (delete the file)."""
         if os.path.exists(self.path):
-            os.unlink(self.path)
+            try:
+                os.unlink(self.path)
+            except (IOError, OSError) as e:
+                raise LedgerError("cannot remove the ownership ledger %s: %s" % (self.path, e))
         self.space = None
         self.addresses = {}
         self.exists = False

@@ -316,6 +316,8 @@ def converge_space(service, ledger, desired, catalogue, endpoints, check_mode=Fa
     record = space_record(desired)
     changed = record != (ledger.space or {})
     before = copy.deepcopy(ledger.space) if ledger.space else {}
+    if changed:
+        ledger.check_writable()
     if changed and not check_mode:
         ledger.space = record
         ledger.save()
@@ -336,6 +338,7 @@ def delete_space(service, ledger, name, catalogue, force=False, check_mode=False
     if not ledger.exists:
         return {"changed": False, "diff": {"before": {}, "after": {}},
                 "address_space": space_result(name, None, space_status(None, None, ledger, []))}
+    ledger.check_writable()
     owned = dict(ledger.addresses)
     names = sorted(owned)
     changes = Changes()

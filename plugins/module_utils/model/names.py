@@ -13,15 +13,32 @@ __metaclass__ = type
 
 import re
 
-SPACE_NAME_RE = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")
+# ASCII only ([a-z] is), anchored with \Z: "$" would let a trailing newline through
+SPACE_NAME_RE = re.compile(r"\A[a-z]([a-z0-9-]*[a-z0-9])?\Z")
 SPACE_NAME_MAX = 60
-USERNAME_RE = re.compile(r"^[a-z0-9]+([a-z0-9_@.:\-]*[a-z0-9]+|[a-z0-9]*)$")
+USERNAME_RE = re.compile(r"\A[a-z0-9]+([a-z0-9_@.:\-]*[a-z0-9]+|[a-z0-9]*)\Z")
 ADDRESS_MAX = 255
+# the name part of an EnMasse Address's metadata.name (<space>.<name>): a
+# Kubernetes name (DNS-1123 subdomain: dot-separated labels of lowercase
+# letters, digits and '-', each starting and ending with a letter or digit);
+# EnMasse checks each dot-separated component, at most 60 characters each
+# (KubeUtil.isNameValid), and Kubernetes at most 253 in all
+KUBE_LABEL_RE = re.compile(r"\A[a-z0-9]([a-z0-9-]*[a-z0-9])?\Z")
+KUBE_COMPONENT_MAX = 60
+KUBE_NAME_MAX = 253
+
+
+# how much of an offending value a message quotes (a 100 000-character string
+# is named, not echoed)
+QUOTE_MAX = 100
 
 
 def fmt(v):
-    """A value as it is quoted in messages."""
-    return repr(v)
+    """A value as it is quoted in messages, cut short when it is long."""
+    text = repr(v)
+    if len(text) > QUOTE_MAX:
+        return "%s... (%d characters)" % (text[:QUOTE_MAX], len(text))
+    return text
 
 
 _fmt = fmt
@@ -38,6 +55,23 @@ def space_name_errors(name, field="name"):
         errs.append("%s: %s must consist of lowercase letters, digits and '-', start "
                     "with a letter and end with a letter or digit" % (field, _fmt(name)))
     return errs
+
+
+def kube_name_errors(name, field="metadata.name"):
+    """The name part of an EnMasse document's metadata.name."""
+    if not isinstance(name, str) or not name:
+        return ["%s: %s is required and must be a non-empty string" % (field, _fmt(name))]
+    if len(name) > KUBE_NAME_MAX:
+        return ["%s: %s is %d characters long, at most %d are allowed"
+                % (field, _fmt(name[:40] + "..."), len(name), KUBE_NAME_MAX)]
+    for part in name.split("."):
+        if len(part) > KUBE_COMPONENT_MAX:
+            return ["%s: %s has a component of %d characters, at most %d are allowed between dots"
+                    % (field, _fmt(name), len(part), KUBE_COMPONENT_MAX)]
+        if not KUBE_LABEL_RE.match(part):
+            return ["%s: %s must be a Kubernetes name: lowercase letters, digits, '-' and '.', each "
+                    "dot-separated part starting and ending with a letter or digit" % (field, _fmt(name))]
+    return []
 
 
 def address_name_errors(address, field="address"):

@@ -19,12 +19,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import difflib
 import math
 import re
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import errors as _errors
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import example_plans as _examples
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import types as _types
 
 STANDARD = "standard"
 BROKERED = "brokered"
@@ -51,9 +51,6 @@ ALL_ADDRESS_TYPES = ADDRESS_TYPES[STANDARD]
 TTL_TYPES = ("queue", "topic", "deadletter")
 REDELIVERY_TYPES = ("queue", "subscription", "deadletter")
 
-# Java's long and int: what Artemis stores the settings in
-JAVA_LONG_MAX = 9223372036854775807
-JAVA_INT_MAX = 2147483647
 
 # Kubernetes object names (DNS-1123 subdomain): plans are named like CRs
 PLAN_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
@@ -72,8 +69,8 @@ _REDELIVERY_CAMEL = {
     "redeliveryDelayMultiplier": "redelivery_delay_multiplier",
     "maximumDeliveryDelay": "maximum_delivery_delay",
 }
-REDELIVERY_KEYS = tuple(_REDELIVERY_CAMEL.values())
-TTL_KEYS = ("minimum", "maximum")
+REDELIVERY_KEYS = _types.REDELIVERY_KEYS
+TTL_KEYS = _types.TTL_KEYS
 
 # v1beta2 spec field -> plain field
 _ADDRESS_PLAN_SPEC = {
@@ -100,9 +97,7 @@ PlanError = _errors.PlanError
 
 def unknown_field(where, key, known):
     """The message for an unknown field, with the nearest known one."""
-    near = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.6)
-    hint = " (did you mean %r?)" % near[0] if near else ""
-    return "%s.%s: unknown field%s; known fields are %s" % (where, key, hint, ", ".join(known))
+    return _types.unknown_key_errors([key], list(known), where)[0]
 
 
 # --------------------------------------------------------------- documents
@@ -408,50 +403,9 @@ def validate_address_plan(p, where):
     return errors
 
 
-def _int_errors(v, where, minimum, maximum, what):
-    if not _is_int(v) or v < minimum or v > maximum:
-        return ["%s: %r must be an integer %s from %d to %d" % (where, v, what, minimum, maximum)]
-    return []
-
-
-def validate_ttl(ttl, where):
-    if ttl is None:
-        return []
-    if not isinstance(ttl, dict):
-        return ["%s: %r must be a mapping with minimum and/or maximum (milliseconds)" % (where, ttl)]
-    errors = []
-    for k, v in ttl.items():
-        if k not in TTL_KEYS:
-            errors.append(unknown_field(where, k, TTL_KEYS))
-        else:
-            errors.extend(_int_errors(v, "%s.%s" % (where, k), 0, JAVA_LONG_MAX,
-                                      "number of milliseconds (a Java long)"))
-    lo, hi = ttl.get("minimum"), ttl.get("maximum")
-    if not errors and lo is not None and hi is not None and lo > hi:
-        errors.append("%s: minimum %r must not be greater than maximum %r" % (where, lo, hi))
-    return errors
-
-
-def validate_redelivery(r, where):
-    if r is None:
-        return []
-    if not isinstance(r, dict):
-        return ["%s: %r must be a mapping with keys %s" % (where, r, ", ".join(REDELIVERY_KEYS))]
-    errors = []
-    for k, v in r.items():
-        if k not in REDELIVERY_KEYS:
-            errors.append(unknown_field(where, k, REDELIVERY_KEYS))
-        elif k == "redelivery_delay_multiplier":
-            if not _is_number(v) or v < 1 or v > 1e6:
-                errors.append("%s.%s: %r must be a number from 1 to 1000000" % (where, k, v))
-        elif k == "maximum_delivery_attempts":
-            if not _is_int(v) or v < -1 or v == 0 or v > JAVA_INT_MAX:
-                errors.append("%s.%s: %r must be an integer from 1 to %d (a Java int), or -1 for unlimited"
-                              % (where, k, v, JAVA_INT_MAX))
-        else:
-            errors.extend(_int_errors(v, "%s.%s" % (where, k), 0, JAVA_LONG_MAX,
-                                      "number of milliseconds (a Java long)"))
-    return errors
+# the bounds of the settings are the model's value types (types.py)
+validate_ttl = _types.ttl_errors
+validate_redelivery = _types.redelivery_errors
 
 
 # --------------------------------------------------------------- catalogue

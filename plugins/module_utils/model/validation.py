@@ -15,7 +15,8 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.model import pla
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import plans as _plans
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.documents import with_defaults
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import (
-    fmt as _fmt, space_name_errors, username_errors, address_name_errors)
+    fmt as _fmt, kube_name_errors, space_name_errors, username_errors, address_name_errors)
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import types as _types
 
 SPACE_TYPES = ("standard", "brokered")
 AUTH_SERVICE_TYPES = ("none", "standard", "external")
@@ -42,9 +43,7 @@ def validate_address_space(space, catalogue, field="address_space"):
     errs = []
     if not isinstance(space, dict):
         return ["%s: %s must be a mapping" % (field, _fmt(space))]
-    for k in space:
-        if k not in SPACE_KEYS:
-            errs.append("%s.%s: unknown field, allowed fields are %s" % (field, k, ", ".join(SPACE_KEYS)))
+    errs.extend(_types.unknown_key_errors(list(space), SPACE_KEYS, field))
     errs.extend(space_name_errors(space.get("name"), field + ".name"))
     stype = space.get("type")
     if stype not in SPACE_TYPES:
@@ -78,11 +77,16 @@ def validate_address_space(space, catalogue, field="address_space"):
 
 
 def _addr_field(i, a, key):
-    """``addresses[<index in the task>](<address>).<key>``."""
+    """``<where in the task>(<address>).<key>``; ``i`` is the index in
+    ``addresses`` or the position ``inputs.address_inputs`` gives
+    (``addresses[3]``, ``definition.items[1]``)."""
+    where = i if isinstance(i, str) else "addresses[%d]" % i
     label = a.get("address") if isinstance(a, dict) and isinstance(a.get("address"), str) else None
+    if label and len(label) > 60:
+        label = label[:60] + "..."
     if label:
-        return "addresses[%d](%s).%s" % (i, label, key)
-    return "addresses[%d].%s" % (i, key)
+        return "%s(%s).%s" % (where, label, key)
+    return "%s.%s" % (where, key)
 
 
 def validate_addresses(space, addresses, catalogue, current=None, check_quota=True, positions=None):
@@ -91,7 +95,7 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
     ``current`` maps address -> the address as it exists now (plain dict), to
     refuse changes to immutable fields and to resolve references (topic,
     deadletter, expiry) to addresses that exist but are not in the list.
-    ``positions[i]``: the index of ``addresses[i]`` in the user's task (when
+    ``positions[i]``: where ``addresses[i]`` is in the user's task (when
     the task also lists addresses to delete), for the messages.
     """
     errs = []
@@ -130,10 +134,15 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
         def f(k, i=i, a=a):
             return _addr_field(i, a, k)
 
-        for k in a:
-            if k not in ADDRESS_KEYS and k != "address_space":
-                errs.append("%s: unknown field, allowed fields are %s" % (f(k), ", ".join(ADDRESS_KEYS)))
+        unknown = _types.unknown_key_errors(list(a), ADDRESS_KEYS + ("address_space",), _addr_field(i, a, "")[:-1])
+        # the type of every field first: the rules below only see well-typed values
+        typed = _types.address_type_errors(a, f)
+        if unknown or typed:
+            errs.extend(unknown + typed)
+            continue
         errs.extend(address_name_errors(a.get("address"), f("address")))
+        if a.get("name") is not None:
+            errs.extend(kube_name_errors(a["name"], f("name")))
         atype = a.get("type")
         type_ok = atype in allowed_types
         if not type_ok:
@@ -174,29 +183,18 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
             elif type_of(ref) != "deadletter":
                 errs.append("%s: %s must name an address of type deadletter in this address space%s"
                             % (f(key), _fmt(ref), "" if type_of(ref) is None else " (it is a %s)" % type_of(ref)))
-        for key, validator in (("message_ttl", _plans.validate_ttl),
-                               ("message_redelivery", _plans.validate_redelivery)):
-            if a.get(key) is None:
-                continue
-            if atype not in SETTINGS_TYPES:
+        # message_ttl, message_redelivery, subscription: types and bounds
+        # checked above (types.address_type_errors); here where they apply
+        for key in ("message_ttl", "message_redelivery"):
+            if a.get(key) is not None and atype not in SETTINGS_TYPES:
                 errs.append("%s: %s is only allowed on %s addresses" % (f(key), _fmt(a[key]), ", ".join(SETTINGS_TYPES)))
-            else:
-                errs.extend(validator(a[key], f(key)))
-        if plan is not None and isinstance(a.get("message_ttl"), dict) and not _plans.validate_ttl(
-                a["message_ttl"], "x"):
+        if plan is not None and isinstance(a.get("message_ttl"), dict):
             conflict = _plans.ttl_conflict(a["message_ttl"], plan.get("message_ttl"))
             if conflict:
                 errs.append("%s: %s" % (f("message_ttl"), conflict))
         sub = a.get("subscription")
-        if sub is not None:
-            if atype != "subscription":
-                errs.append("%s: %s is only allowed on subscription addresses" % (f("subscription"), _fmt(sub)))
-            elif not isinstance(sub, dict) or set(sub) - {"max_consumers"}:
-                errs.append("%s: %s must be a mapping with only max_consumers" % (f("subscription"), _fmt(sub)))
-            else:
-                mc = sub.get("max_consumers")
-                if mc is not None and (not isinstance(mc, int) or isinstance(mc, bool) or mc < 1):
-                    errs.append("%s: %s must be an integer >= 1" % (f("subscription.max_consumers"), _fmt(mc)))
+        if sub is not None and atype != "subscription":
+            errs.append("%s: %s is only allowed on subscription addresses" % (f("subscription"), _fmt(sub)))
         # immutable fields
         cur = current.get(a.get("address")) if isinstance(a.get("address"), str) else None
         if cur is not None:
@@ -265,7 +263,7 @@ def quota_check(space, space_plan, addresses, catalogue, owned=None, positions=N
     for n, a in enumerate(addresses):
         index.setdefault(a["address"], positions[n] if positions and n < len(positions) else n)
     msgs, res = _placement.quota_errors(space.get("name"), space_plan.get("name"), limits, items,
-                                        label=lambda name: "addresses[%d](%s)" % (index[name], name))
+                                        label=lambda name: _addr_field(index[name], {"address": name}, "")[:-1])
     return msgs, _placement.over_quota_warnings(space.get("name"), space_plan.get("name"), limits, res)
 
 
