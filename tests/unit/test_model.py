@@ -211,3 +211,14 @@ def test_check_raises_with_all_errors():
     with pytest.raises(errors.ValidationError) as ei:
         model_validation.check(["a: x", "b: y"])
     assert ei.value.errors == ["a: x", "b: y"] and str(ei.value) == "a: x; b: y"
+
+
+def test_wildcard_words_are_refused_in_address_names_and_ignored_as_broker_made():
+    from ansible_collections.enmasse.messaging.plugins.module_utils.model import names
+    from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import reader
+    for name in ("events/#", "events/+/eu", "#", "a/+"):
+        assert names.is_wildcard_address(name) and reader.is_internal(name), name
+        errs = names.address_name_errors(name)
+        assert len(errs) == 1 and "must not have '#' or '+' as a whole '/'-separated word" in errs[0], errs
+    for name in ("events", "a+b/c", "x#", "events/eu/orders"):
+        assert not names.is_wildcard_address(name) and names.address_name_errors(name) == [], name

@@ -18,6 +18,7 @@ import re
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as _client
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.client import INTERNAL_PREFIXES
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import is_wildcard_address
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ServiceError
 from ansible_collections.enmasse.messaging.plugins.module_utils.redact import redact_url
 
@@ -52,7 +53,9 @@ def multicast_queues_pattern(broker_name):
 
 
 def is_internal(name):
-    return name.startswith(INTERNAL_PREFIXES)
+    """The broker's own addresses, and the wildcard patterns it makes while a
+    wildcard subscriber is attached: never tenant addresses."""
+    return name.startswith(INTERNAL_PREFIXES) or is_wildcard_address(name)
 
 
 _SIMPLE_KEY = re.compile(r'([^,=:]+)=(?:"([^"]*)"|([^,]*))')

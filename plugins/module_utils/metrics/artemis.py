@@ -17,6 +17,7 @@ import os
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as _client
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.client import INTERNAL_PREFIXES
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import is_wildcard_address
 from ansible_collections.enmasse.messaging.plugins.module_utils.connection import DEFAULT_TIMEOUT
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.schema import ADDRESS_TYPES, ADDRESSES, BROKER, INFRA_SPACE, NODES, row, to_int
 
@@ -81,7 +82,8 @@ def artemis_requests(broker_name):
 
 
 def _internal(name):
-    return any(name.startswith(p) for p in INTERNAL_PREFIXES)
+    """The broker's own addresses and subscribers' wildcard patterns."""
+    return any(name.startswith(p) for p in INTERNAL_PREFIXES) or is_wildcard_address(name)
 
 
 def _wildcard_value(reply):

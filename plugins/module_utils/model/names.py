@@ -74,6 +74,19 @@ def kube_name_errors(name, field="metadata.name"):
     return []
 
 
+# the broker's wildcard words (roles/broker: '/' delimiter, '#' any words,
+# '+' one word): an address with such a word is a subscriber's pattern
+WILDCARD_DELIMITER = "/"
+WILDCARD_WORDS = ("#", "+")
+
+
+def is_wildcard_address(name):
+    """True for a subscriber's wildcard pattern (``events/#``,
+    ``events/+/eu``): the broker makes these while a wildcard subscriber is
+    attached; they are never tenant addresses."""
+    return isinstance(name, str) and any(w in WILDCARD_WORDS for w in name.split(WILDCARD_DELIMITER))
+
+
 def address_name_errors(address, field="address"):
     if not isinstance(address, str) or not address:
         return ["%s: %s is required and must be a non-empty string" % (field, _fmt(address))]
@@ -85,6 +98,9 @@ def address_name_errors(address, field="address"):
     if "::" in address:
         errs.append("%s: %s must not contain '::' (reserved as the topic::subscription "
                     "separator)" % (field, _fmt(address)))
+    if is_wildcard_address(address):
+        errs.append("%s: %s must not have '#' or '+' as a whole '/'-separated word (they are the wildcards "
+                    "subscribers use: such a name would match other addresses)" % (field, _fmt(address)))
     if len(address) > ADDRESS_MAX:
         errs.append("%s: %s is %d characters long, at most %d are allowed"
                     % (field, _fmt(address[:40] + "..."), len(address), ADDRESS_MAX))
