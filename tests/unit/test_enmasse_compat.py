@@ -731,7 +731,7 @@ def test_every_row_names_an_existing_test():
     assert len(rows) > 50
     cited = set()
     for row in rows:
-        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", row.strip().strip("|"))]  # a \| is inside a cell
         if cells[0] in ("field", "", "kind") or len(cells) != 4:
             continue
         assert cells[2].startswith(("`supported`", "`supported differently`", "`not supported`")), row
