@@ -297,9 +297,9 @@ def test_address_spec_messageTtl():
     assert "messageTtl.minimum: -1" in joined(read_address(address_doc(messageTtl={"minimum": -1}))[1])
 
 
-def test_address_spec_messageTtl_zero_is_passed_on():
-    q = one_address(address_doc(messageTtl={"maximum": 0}))
-    assert artemis_settings.artemis_settings(q, CAT) == {"maxExpiryDelay": 0}
+def test_address_spec_messageTtl_below_one_is_refused():
+    errs = joined(read_address(address_doc(messageTtl={"maximum": 0}))[1])
+    assert "messageTtl.maximum: 0 must be an integer number of milliseconds from 1 to" in errs, errs
 
 
 def test_address_spec_messageTtl_narrows_plan():
@@ -347,9 +347,11 @@ def test_address_spec_messageRedelivery_bounds():
     assert "must be a finite number >= 1" in joined(errs)
 
 
-def test_address_deadletter_without_attempts_keeps_unlimited():
+def test_address_deadletter_without_attempts_gets_ten_as_in_enmasse():
     q = one_address(address_doc(deadletter="dlq"))
-    assert artemis_settings.artemis_settings(q, CAT) == {"deadLetterAddress": "dlq"}
+    assert artemis_settings.artemis_settings(q, CAT) == {"deadLetterAddress": "dlq", "maxDeliveryAttempts": 10}
+    q = one_address(address_doc(deadletter="dlq", messageRedelivery={"maximumDeliveryAttempts": 3}))
+    assert artemis_settings.artemis_settings(q, CAT)["maxDeliveryAttempts"] == 3
 
 
 def test_address_subscription_has_no_settings_of_its_own():

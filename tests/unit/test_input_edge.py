@@ -127,7 +127,7 @@ def test_the_message_names_the_bound(key, sub, bound):
 
 def test_largest_values_the_broker_stores_are_accepted():
     a = {"address": "a", "type": "queue", "plan": "brokered-queue",
-         "message_ttl": {"minimum": 0, "maximum": 2 ** 63 - 1},
+         "message_ttl": {"minimum": 1, "maximum": 2 ** 63 - 1},
          "message_redelivery": {"maximum_delivery_attempts": 2 ** 31 - 1, "redelivery_delay": 2 ** 63 - 1,
                                 "redelivery_delay_multiplier": 1e300, "maximum_delivery_delay": 2 ** 63 - 1}}
     assert model_types.address_type_errors(a, lambda k: k) == []

@@ -157,7 +157,7 @@ def test_unknown_field_and_settings_on_wrong_type():
     text = "\n".join(errs)
     assert "addresses[0](a).max_consumer: unknown field" in text
     assert "addresses[1](t).subscription: {'max_consumers': 2} is only allowed on subscription addresses" in text
-    assert "addresses[2](b).message_ttl.maximum: -1 must be an integer number of milliseconds from 0 to 9223372036854775807" in text
+    assert "addresses[2](b).message_ttl.maximum: -1 must be an integer number of milliseconds from 1 to 9223372036854775807" in text
     assert "minimum 10 must not be greater than maximum 5" in text
 
 

@@ -120,7 +120,8 @@ def test_space_plans_must_reference_known_plans_of_their_type():
 
 
 @pytest.mark.parametrize("ttl, message", [
-    ({"maximum": 10 ** 20}, "from 0 to 9223372036854775807"),
+    ({"maximum": 10 ** 20}, "from 1 to 9223372036854775807"),
+    ({"maximum": 0}, "from 1 to 9223372036854775807"),
     ({"maximum": 1e20}, "must be an integer"),
     ({"minimum": True}, "must be an integer"),
     ({"minimum": 1.5}, "must be an integer"),

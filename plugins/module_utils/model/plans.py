@@ -592,11 +592,15 @@ def ttl_conflict(address_ttl, plan_ttl):
     return None
 
 
+DEADLETTER_DELIVERY_ATTEMPTS = 10
+
+
 def effective_settings(address, address_plan):
     """Per-address broker settings from the plan and the address.
 
     ``message_ttl``: the address narrows the plan's bounds (``effective_ttl``);
-    ``message_redelivery``: each value the address sets replaces the plan's.
+    ``message_redelivery``: each value the address sets replaces the plan's;
+    with a ``deadletter`` and no ``maximum_delivery_attempts``, 10 (EnMasse).
     Returns a dict with only the keys that are set: ``message_ttl`` (dict),
     ``message_redelivery`` (dict), ``deadletter``, ``expiry``.
     """
@@ -606,6 +610,11 @@ def effective_settings(address, address_plan):
         out["message_ttl"] = ttl
     red = dict((address_plan or {}).get("message_redelivery") or {})
     red.update(address.get("message_redelivery") or {})
+    if address.get("deadletter") and red.get("maximum_delivery_attempts") is None:
+        # EnMasse's brokered agent: an address with a dead letter address gets
+        # 10 delivery attempts unless its plan or itself say otherwise (the
+        # broker's default is unlimited: nothing would ever reach it)
+        red["maximum_delivery_attempts"] = DEADLETTER_DELIVERY_ATTEMPTS
     if red:
         out["message_redelivery"] = red
     for k in ("deadletter", "expiry"):

@@ -124,9 +124,11 @@ def ttl_errors(ttl, field):
     errs = mapping_errors(ttl, field, TTL_KEYS)
     if not isinstance(ttl, dict):
         return errs
+    # from 1: EnMasse ignores values below 1; here they are refused, since a
+    # maximum of 0 would expire every message on arrival
     for k in TTL_KEYS:
         if ttl.get(k) is not None:
-            errs.extend(int_errors(ttl[k], "%s.%s" % (field, k), 0, JAVA_LONG_MAX,
+            errs.extend(int_errors(ttl[k], "%s.%s" % (field, k), 1, JAVA_LONG_MAX,
                                    "an integer number of milliseconds"))
     lo, hi = ttl.get("minimum"), ttl.get("maximum")
     if is_int(lo) and is_int(hi) and lo > hi:
