@@ -20,22 +20,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import errno
 import json
 import os
-import tempfile
 
+from ansible_collections.enmasse.messaging.plugins.module_utils import files as _files
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import StoreError
 
 VERSION = 1
-
-
-def _read_only_fs(path):
-    """The file system of ``path`` is mounted read-only."""
-    try:
-        return bool(os.statvfs(path).f_flag & getattr(os, "ST_RDONLY", 1))
-    except (AttributeError, OSError):
-        return False
 
 
 class LedgerError(StoreError):
@@ -79,31 +70,8 @@ class Ledger(object):
     def writable_error(self):
         """Why the ledger could not be written, or None: checked before the
         broker is changed, so that a change is never made that the ledger
-        cannot record. The directory (or the nearest existing ancestor, which
-        ``save`` would create it in) must be a writable directory, an
-        existing ledger a writable regular file. root passes the permission
-        checks, but not a read-only file system or a parent that is a file."""
-        path = os.path.abspath(self.path)
-        if os.path.isdir(path):
-            return "the ownership ledger %s is a directory, not a file" % self.path
-        if os.path.exists(path):
-            if not os.access(path, os.W_OK):
-                reason = errno.EROFS if _read_only_fs(path) else errno.EACCES
-                return "cannot write the ownership ledger %s: %s" % (self.path, os.strerror(reason))
-        directory = os.path.dirname(path)
-        while not os.path.exists(directory):
-            parent = os.path.dirname(directory)
-            if parent == directory:
-                break
-            directory = parent
-        if not os.path.isdir(directory):
-            return ("cannot write the ownership ledger %s: %s is not a directory (%s)"
-                    % (self.path, directory, os.strerror(errno.ENOTDIR)))
-        if not os.access(directory, os.W_OK | os.X_OK):
-            reason = errno.EROFS if _read_only_fs(directory) else errno.EACCES
-            return ("cannot write the ownership ledger %s: directory %s: %s"
-                    % (self.path, directory, os.strerror(reason)))
-        return None
+        cannot record (``files.writable_error``)."""
+        return _files.writable_error(self.path, "ownership ledger")
 
     def check_writable(self):
         """Raise LedgerError when the ledger could not be written."""
@@ -122,26 +90,7 @@ class Ledger(object):
         self.exists = True
 
     def _save(self):
-        directory = os.path.dirname(os.path.abspath(self.path))
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        fd, tmp = tempfile.mkstemp(prefix=".enmasse-ledger-", dir=directory)
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(self.as_dict(), f, sort_keys=True, separators=(",", ":"))
-                f.write("\n")
-                f.flush()
-                os.fsync(f.fileno())
-            if os.path.exists(self.path):
-                st = os.stat(self.path)
-                os.chmod(tmp, st.st_mode & 0o7777)
-            else:
-                os.chmod(tmp, 0o640)
-            os.rename(tmp, self.path)
-        except Exception:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        _files.write_json(self.path, self.as_dict(), 0o640, ".enmasse-ledger-", separators=(",", ":"))
 
     def remove(self):
         """Clear the ledger (delete the file)."""

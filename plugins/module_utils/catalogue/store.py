@@ -33,13 +33,13 @@ import copy
 import errno
 import json
 import os
-import tempfile
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not on POSIX
     fcntl = None
 
+from ansible_collections.enmasse.messaging.plugins.module_utils import files as _files
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import StoreError
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import plans as _plans
 
@@ -142,42 +142,16 @@ class CatalogueStore(object):
 
     def check_writable(self):
         """Fail before anything changes when the file cannot be written."""
-        directory = os.path.dirname(os.path.abspath(self.path))
-        probe = directory
-        while not os.path.exists(probe):
-            parent = os.path.dirname(probe)
-            if parent == probe:
-                break
-            probe = parent
-        if not os.path.isdir(probe):
-            raise CatalogueStoreError("cannot write the plan catalogue %s: %s is not a directory"
-                                      % (self.path, probe))
-        target = self.path if os.path.exists(self.path) else probe
-        if not os.access(target, os.W_OK):
-            raise CatalogueStoreError("cannot write the plan catalogue %s: %s is not writable (permission denied)"
-                                      % (self.path, target))
+        err = _files.writable_error(self.path, "plan catalogue")
+        if err:
+            raise CatalogueStoreError(err)
 
     def save(self):
-        """Write atomically: a temporary file in the same directory, flushed
-        to disk, then renamed over the old one."""
-        directory = os.path.dirname(os.path.abspath(self.path))
+        """Write atomically (``files.write_json``), mode 0644: plans are not
+        secrets, and every module on the host reads them."""
         try:
-            if not os.path.isdir(directory):
-                os.makedirs(directory, 0o755)
-            fd, tmp = tempfile.mkstemp(prefix=".enmasse-catalogue-", dir=directory)
+            _files.write_json(self.path, self.as_dict(), 0o644, ".enmasse-catalogue-", indent=1)
         except (IOError, OSError) as e:
-            raise CatalogueStoreError("cannot write the plan catalogue %s: %s" % (self.path, e.strerror or e))
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(self.as_dict(), f, sort_keys=True, indent=1)
-                f.write("\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o644)  # plans are not secrets; every module on the host reads them
-            os.rename(tmp, self.path)
-        except (IOError, OSError) as e:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
             raise CatalogueStoreError("cannot write the plan catalogue %s: %s" % (self.path, e.strerror or e))
         self.exists = True
 
