@@ -294,9 +294,10 @@ def generate(out, seed=42, n_addresses=30, n_spaces=3, days=2.0, interval=60, gr
     if n_spaces == 3 and n_addresses <= 60:
         truth["expected"] = {
             "spaces": {
-                "tenant-a": {"verdict": "under-provisioned", "brokers_change": 1, "binding_resource": "msg_rate",
-                             "why": "3 hot queues of ~0.55 broker each cannot share a broker; 2 sit on "
-                                    "prod-broker-0"},
+                "tenant-a": {"verdict": "under-provisioned", "brokers_change": 1, "binding_resource": "credits",
+                             "why": "3 hot queues of ~0.55 broker each cannot share a broker (2 sit on "
+                                    "prod-broker-0); and EnMasse's standard-small-partitioned-queue has 3 "
+                                    "partitions, never two on one broker: the credits alone need 3 brokers"},
                 "tenant-b": {"verdict": "over-provisioned", "brokers_change": -2, "why": "light load on 3 brokers"},
                 "tenant-c": {"verdict": "right-provisioned", "brokers_change": 0,
                              "why": "brokered: a single, moderately loaded broker"},

@@ -41,7 +41,7 @@ def _space_specs(n_spaces):
         std = i % 2 == 1
         specs.append({"name": "tenant-%s" % _letters(i), "infra": "prod" if i % 4 < 2 else "edge",
                       "type": "standard" if std else "brokered",
-                      "plan": "standard-large" if std else "brokered-single-broker", "share": 0.3})
+                      "plan": "standard-unlimited" if std else "brokered-single-broker", "share": 0.3})
     specs = specs[:n_spaces]
     tot = sum(s["share"] for s in specs)
     for s in specs:
