@@ -83,6 +83,39 @@ options:
     type: path
 '''
 
+    # The options both plan modules (address_plan, address_space_plan) have
+    # (module_utils/args.py PLAN_COMMON_ARGS).
+    PLAN = r'''
+options:
+  name:
+    description:
+      - Single form. Name of the plan, a Kubernetes object name (lowercase letters, digits, C(-) and C(.)).
+      - Required unless O(definition) or the bulk list of plans is given.
+    type: str
+  display_name:
+    description: Single form. Display name (default the name).
+    type: str
+  display_order:
+    description: Single form. Display order.
+    type: int
+  short_description:
+    description: Single form. Short description.
+    type: str
+  long_description:
+    description: Single form. Long description.
+    type: str
+  prune:
+    description:
+      - Bulk form. Delete the plans written by this module that are not in the bulk list of plans.
+    type: bool
+    default: false
+  state:
+    description: C(present) creates or changes the plans; C(absent) deletes them.
+    type: str
+    choices: [present, absent]
+    default: present
+'''
+
     # The address space the module works on (address, address_info).
     ADDRESS_SPACE = r'''
 options:

@@ -40,6 +40,33 @@ STATE_ARG = dict(type="str", choices=["present", "absent"], default="present")
 FORCE_ARG = dict(type="bool", default=False)
 
 
+# the options both plan modules (address_plan, address_space_plan) have; the
+# doc fragment enmasse.messaging.connection.plan documents them
+PLAN_COMMON_ARGS = dict(
+    CATALOGUE_ARGS,
+    name=dict(type="str"),
+    display_name=dict(type="str"),
+    display_order=dict(type="int"),
+    short_description=dict(type="str"),
+    long_description=dict(type="str"),
+    definition=dict(type="dict"),
+    prune=dict(type="bool", default=False),
+    force=FORCE_ARG,
+    state=STATE_ARG,
+)
+
+
+def plan_constraints(bulk, fields):
+    """The option constraints of a plan module: the single form (``name``
+    and ``fields``, or ``definition``) or the bulk list ``bulk``; prune only
+    with the bulk list."""
+    return dict(
+        mutually_exclusive=[(bulk, "definition"), (bulk, "name")] + [("definition", f) for f in fields]
+        + [(bulk, f) for f in fields],
+        required_one_of=[("name", "definition", bulk)],
+        required_if=[("prune", True, (bulk,))])
+
+
 def argument_spec(connection=True, **extra):
     """The connection options (unless ``connection`` is false) plus the
     module's own ``extra`` options."""

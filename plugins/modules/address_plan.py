@@ -29,6 +29,7 @@ author:
   - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.connection.catalogue
+  - enmasse.messaging.connection.plan
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.converge
 attributes:
@@ -37,11 +38,6 @@ attributes:
   diff_mode:
     details: Before and after are keyed by plan name and hold only the changed plans.
 options:
-  name:
-    description:
-      - Single form. Name of the plan, a Kubernetes object name (lowercase letters, digits, C(-) and C(.)).
-      - Required unless O(definition) or O(address_plans) is given.
-    type: str
   address_type:
     description:
       - Single form. The type of address the plan is for.
@@ -53,18 +49,6 @@ options:
         be listed by address space plans of this type. Unset, the address space plans that list it decide.
     type: str
     choices: [standard, brokered]
-  display_name:
-    description: Single form. Display name (default the name).
-    type: str
-  display_order:
-    description: Single form. Display order.
-    type: int
-  short_description:
-    description: Single form. Short description.
-    type: str
-  long_description:
-    description: Single form. Long description.
-    type: str
   resources:
     description:
       - Single form. Credits an address of this plan costs - C(router) and C(broker), numbers >= 0 (one router
@@ -121,22 +105,12 @@ options:
         C(AddressPlan) document. With O(state=absent), the plans (or names) to delete.
     type: list
     elements: raw
-  prune:
-    description:
-      - Bulk form. Delete the plans written by this module that are not in O(address_plans).
-    type: bool
-    default: false
   force:
     description:
       - Apply a change of credits that takes an address space over its quota (its addresses stay; new ones that
         cost credits are refused until it fits). Deleting a plan in use is refused even so.
     type: bool
     default: false
-  state:
-    description: C(present) creates or changes the plans; C(absent) deletes them.
-    type: str
-    choices: [present, absent]
-    default: present
 seealso:
   - module: enmasse.messaging.address_space_plan
   - module: enmasse.messaging.address_plan_info
@@ -207,32 +181,20 @@ errors:
 '''
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
-from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import ADDRESS_PLANS, converge_from_params
+from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import FIELDS, ADDRESS_PLANS, converge_from_params
 
 OPTIONS = dict(
-    args.CATALOGUE_ARGS,
-    name=dict(type="str"),
+    args.PLAN_COMMON_ARGS,
     address_type=dict(type="str", choices=["anycast", "multicast", "queue", "topic", "subscription", "deadletter"]),
     address_space_type=dict(type="str", choices=["standard", "brokered"]),
-    display_name=dict(type="str"),
-    display_order=dict(type="int"),
-    short_description=dict(type="str"),
-    long_description=dict(type="str"),
     resources=dict(type="dict", options=dict(router=dict(type="raw"), broker=dict(type="raw"))),
     partitions=dict(type="int"),
     message_ttl=dict(type="dict", options=dict(minimum=dict(type="raw"), maximum=dict(type="raw"))),
     message_redelivery=dict(type="dict", options=dict(
         maximum_delivery_attempts=dict(type="raw"), redelivery_delay=dict(type="raw"),
         redelivery_delay_multiplier=dict(type="raw"), maximum_delivery_delay=dict(type="raw"))),
-    definition=dict(type="dict"),
     address_plans=dict(type="list", elements="raw"),
-    prune=dict(type="bool", default=False),
-    force=args.FORCE_ARG,
-    state=args.STATE_ARG,
 )
-
-FIELDS = ("address_type", "address_space_type", "display_name", "display_order", "short_description",
-          "long_description", "resources", "partitions", "message_ttl", "message_redelivery")
 
 
 def converge(module):
@@ -240,11 +202,7 @@ def converge(module):
 
 
 def main():
-    runner.main(OPTIONS, converge, connection=False,
-                mutually_exclusive=[("address_plans", "definition"), ("address_plans", "name")]
-                + [("definition", f) for f in FIELDS] + [("address_plans", f) for f in FIELDS],
-                required_one_of=[("name", "definition", "address_plans")],
-                required_if=[("prune", True, ("address_plans",))])
+    runner.main(OPTIONS, converge, connection=False, **args.plan_constraints("address_plans", FIELDS[ADDRESS_PLANS]))
 
 
 if __name__ == "__main__":

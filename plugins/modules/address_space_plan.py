@@ -28,6 +28,7 @@ author:
   - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.connection.catalogue
+  - enmasse.messaging.connection.plan
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.converge
 attributes:
@@ -36,27 +37,10 @@ attributes:
   diff_mode:
     details: Before and after are keyed by plan name and hold only the changed plans.
 options:
-  name:
-    description:
-      - Single form. Name of the plan, a Kubernetes object name (lowercase letters, digits, C(-) and C(.)).
-      - Required unless O(definition) or O(address_space_plans) is given.
-    type: str
   address_space_type:
     description: Single form. The address space type the plan is for.
     type: str
     choices: [standard, brokered]
-  display_name:
-    description: Single form. Display name (default the name).
-    type: str
-  display_order:
-    description: Single form. Display order.
-    type: int
-  short_description:
-    description: Single form. Short description.
-    type: str
-  long_description:
-    description: Single form. Long description.
-    type: str
   resource_limits:
     description:
       - Single form. The quota of a space of this plan, in credits - the sum of its addresses' C(router) and
@@ -93,21 +77,11 @@ options:
         C(AddressSpacePlan) document. With O(state=absent), the plans (or names) to delete.
     type: list
     elements: raw
-  prune:
-    description:
-      - Bulk form. Delete the plans written by this module that are not in O(address_space_plans).
-    type: bool
-    default: false
   force:
     description:
       - Apply limits lower than what an address space of the plan uses. Deleting a plan in use is refused even so.
     type: bool
     default: false
-  state:
-    description: C(present) creates or changes the plans; C(absent) deletes them.
-    type: str
-    choices: [present, absent]
-    default: present
 seealso:
   - module: enmasse.messaging.address_plan
   - module: enmasse.messaging.address_space_plan_info
@@ -170,29 +144,17 @@ errors:
 '''
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
-from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import SPACE_PLANS, converge_from_params
+from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import FIELDS, SPACE_PLANS, converge_from_params
 
 OPTIONS = dict(
-    args.CATALOGUE_ARGS,
-    name=dict(type="str"),
+    args.PLAN_COMMON_ARGS,
     address_space_type=dict(type="str", choices=["standard", "brokered"]),
-    display_name=dict(type="str"),
-    display_order=dict(type="int"),
-    short_description=dict(type="str"),
-    long_description=dict(type="str"),
     resource_limits=dict(type="dict", options=dict(router=dict(type="raw"), broker=dict(type="raw"),
                                                    aggregate=dict(type="raw"))),
     address_plans=dict(type="list", elements="str"),
     infra_config_ref=dict(type="str"),
-    definition=dict(type="dict"),
     address_space_plans=dict(type="list", elements="raw"),
-    prune=dict(type="bool", default=False),
-    force=args.FORCE_ARG,
-    state=args.STATE_ARG,
 )
-
-FIELDS = ("address_space_type", "display_name", "display_order", "short_description", "long_description",
-          "resource_limits", "address_plans", "infra_config_ref")
 
 
 def converge(module):
@@ -200,11 +162,7 @@ def converge(module):
 
 
 def main():
-    runner.main(OPTIONS, converge, connection=False,
-                mutually_exclusive=[("address_space_plans", "definition"), ("address_space_plans", "name")]
-                + [("definition", f) for f in FIELDS] + [("address_space_plans", f) for f in FIELDS],
-                required_one_of=[("name", "definition", "address_space_plans")],
-                required_if=[("prune", True, ("address_space_plans",))])
+    runner.main(OPTIONS, converge, connection=False, **args.plan_constraints("address_space_plans", FIELDS[SPACE_PLANS]))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ def loaded_after(module):
     return set(out.stdout.split())
 
 
-@pytest.mark.parametrize("name", ["names", "documents", "inputs", "validation", "plans", "placement", "schema"])
+@pytest.mark.parametrize("name", ["names", "types", "documents", "plan_documents", "example_plans", "inputs",
+                                  "validation", "plans", "placement", "schema"])
 def test_model_is_pure(name):
     loaded = loaded_after("%s.model.%s" % (MU, name))
     mine = sorted(m for m in loaded if m.startswith(MU + ".") and not m.startswith((MU + ".model", MU + ".errors")))

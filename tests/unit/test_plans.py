@@ -2,7 +2,7 @@
 import pytest
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import errors
-from ansible_collections.enmasse.messaging.plugins.module_utils.model import example_plans
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import example_plans, plan_documents
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import plans as model_plans
 
 
@@ -40,8 +40,8 @@ def test_plans_read_as_enmasse_ships_them_and_written_back_the_same():
         if doc["kind"] not in ("AddressPlan", "AddressSpacePlan"):
             continue
         read = model_plans.read_address_plan if doc["kind"] == "AddressPlan" else model_plans.read_space_plan
-        write = model_plans.address_plan_document if doc["kind"] == "AddressPlan" else \
-            model_plans.space_plan_document
+        write = plan_documents.address_plan_document if doc["kind"] == "AddressPlan" else \
+            plan_documents.space_plan_document
         plan, errs = read(doc)
         assert errs == [], (doc["metadata"]["name"], errs)
         again = write(plan, labels={"app": "enmasse"})

@@ -26,6 +26,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import glob
 import json
 import os
@@ -35,6 +36,7 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue import
 from ansible_collections.enmasse.messaging.plugins.module_utils.connection import DEFAULT_SPACES_DIR
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError, ServiceError
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import placement as _placement
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import plan_documents as _plan_documents
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import plans as _plans
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import validation as _validation
 
@@ -42,7 +44,7 @@ ADDRESS_PLANS = "address_plans"
 SPACE_PLANS = "address_space_plans"
 KIND_LABEL = {ADDRESS_PLANS: "address plan", SPACE_PLANS: "address space plan"}
 READERS = {ADDRESS_PLANS: _plans.read_address_plan, SPACE_PLANS: _plans.read_space_plan}
-DOCUMENTS = {ADDRESS_PLANS: _plans.address_plan_document, SPACE_PLANS: _plans.space_plan_document}
+DOCUMENTS = {ADDRESS_PLANS: _plan_documents.address_plan_document, SPACE_PLANS: _plan_documents.space_plan_document}
 SHOWN = 10
 MANAGED_LABELS = {"app.kubernetes.io/managed-by": _store.OWNER_COLLECTION}
 
@@ -248,17 +250,9 @@ def converge_plans(path, kind, desired, absent=(), prune=False, force=False, che
     Returns the module result. Nothing is written on any error, nor in check
     mode.
     """
-    with (_nolock() if check_mode else _store.locked(path)):
+    with (contextlib.nullcontext() if check_mode else _store.locked(path)):
         store = _store.CatalogueStore.load(path)
         return _converge(store, kind, desired, absent, prune, force, check_mode, spaces_dir, report_all)
-
-
-class _nolock(object):
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _converge(store, kind, desired, absent, prune, force, check_mode, spaces_dir, report_all):
@@ -273,8 +267,8 @@ def _converge(store, kind, desired, absent, prune, force, check_mode, spaces_dir
                        and n not in wanted and n not in deletes)
     created = [n for n in wanted if store.plan(kind, n) is None]
     updated = [n for n in wanted if n not in created and store.plan(kind, n) != wanted[n]]
-    new_cat = store.catalogue().copy()
     old_cat = store.catalogue()
+    new_cat = old_cat.copy()
     put = new_cat.put_address_plan if kind == ADDRESS_PLANS else new_cat.put_space_plan
     drop = new_cat.remove_address_plan if kind == ADDRESS_PLANS else new_cat.remove_space_plan
     for n in created + updated:
@@ -315,7 +309,8 @@ def _converge(store, kind, desired, absent, prune, force, check_mode, spaces_dir
         for n in deletes:
             store.remove(kind, n)
         store.save()
-    diff = {"before": dict((n, old_view(store, kind, n, old_cat)) for n in updated + deletes),
+    old = old_cat.address_plan if kind == ADDRESS_PLANS else old_cat.address_space_plan
+    diff = {"before": dict((n, old(n)) for n in updated + deletes),
             "after": dict((n, wanted[n]) for n in created + updated)}
     listed = list(wanted) if report_all else created + updated
     result = {"changed": changed, "changes": {"created": created, "updated": updated, "deleted": deletes},
@@ -326,11 +321,6 @@ def _converge(store, kind, desired, absent, prune, force, check_mode, spaces_dir
     if warnings:
         result["warnings"] = warnings
     return result
-
-
-def old_view(store, kind, name, old_cat):
-    get = old_cat.address_plan if kind == ADDRESS_PLANS else old_cat.address_space_plan
-    return get(name)
 
 
 def plan_view(kind, plan, owner=None, usage=None):

@@ -100,11 +100,9 @@ class CatalogueStore(object):
     # ------------------------------------------------------------- reading
     def catalogue(self):
         """The plans as a ``model.plans.Catalogue`` (infra configs are EnMasse's examples)."""
-        infra = _plans.Catalogue.default()
-        cat = _plans.Catalogue([r["plan"] for r in self.records["address_space_plans"].values()],
-                               [r["plan"] for r in self.records["address_plans"].values()])
-        cat._infra = infra._infra
-        return cat
+        return _plans.Catalogue.with_default_infra(
+            [r["plan"] for r in self.records["address_space_plans"].values()],
+            [r["plan"] for r in self.records["address_plans"].values()])
 
     def owner(self, kind, name):
         rec = self.records[kind].get(name)

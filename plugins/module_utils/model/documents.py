@@ -17,11 +17,11 @@ __metaclass__ = type
 import copy
 import re
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.model import plans as _plans
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import (
     fmt as _fmt, kube_name_errors, space_name_errors)
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.types import (
-    mapping_errors, quote, type_name, unknown_key_errors)
+    REDELIVERY_CAMEL, TTL_KEYS, mapping_errors, quote, redelivery_from_camel, redelivery_to_camel, type_name,
+    unknown_key_errors)
 
 API_VERSION = "enmasse.io/v1beta1"
 USER_API_VERSION = "user.enmasse.io/v1beta1"
@@ -41,9 +41,8 @@ ADDRESS_SPEC_KEYS = ("address", "type", "plan", "topic", "subscription", "deadle
                      "messageRedelivery", "addressSpace")
 # in EnMasse's schema, not implemented by this collection: refused as such
 ADDRESS_SPEC_UNSUPPORTED = ("forwarders",)
-TTL_SPEC_KEYS = ("minimum", "maximum")
-REDELIVERY_SPEC_KEYS = ("maximumDeliveryAttempts", "redeliveryDelay", "redeliveryDelayMultiplier",
-                        "maximumDeliveryDelay")
+TTL_SPEC_KEYS = TTL_KEYS
+REDELIVERY_SPEC_KEYS = tuple(REDELIVERY_CAMEL)
 SUBSCRIPTION_SPEC_KEYS = ("maxConsumers",)
 SPACE_SPEC_KEYS = ("type", "plan", "authenticationService", "endpoints")
 SPACE_SPEC_UNSUPPORTED = ("networkPolicy", "connectors")
@@ -71,7 +70,7 @@ def _kind_errors(doc, kind, field):
     return []
 
 
-def _metadata_errors(doc, field):
+def metadata_errors(doc, field):
     meta = doc.get("metadata")
     if meta is None:
         return []
@@ -97,7 +96,7 @@ def address_document_errors(doc, space, field="definition"):
     if errs:
         return errs
     errs.extend(unknown_key_errors(list(doc), DOCUMENT_KEYS, field))
-    errs.extend(_metadata_errors(doc, field))
+    errs.extend(metadata_errors(doc, field))
     name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
     spec = doc.get("spec")
     if not isinstance(spec, dict):
@@ -147,7 +146,7 @@ def address_space_document_errors(doc, name, field="definition"):
     if errs:
         return errs
     errs.extend(unknown_key_errors(list(doc), DOCUMENT_KEYS, field))
-    errs.extend(_metadata_errors(doc, field))
+    errs.extend(metadata_errors(doc, field))
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
     if meta.get("name") is not None and meta.get("name") != name:
         errs.extend(space_name_errors(meta.get("name"), field + ".metadata.name"))
@@ -201,7 +200,7 @@ def normalize_address(obj, space=None):
         out = {}
         for k, v in spec.items():
             if k == "messageRedelivery" and isinstance(v, dict):
-                out["message_redelivery"] = _plans._redelivery_from_camel(v)
+                out["message_redelivery"] = redelivery_from_camel(v)
             elif k == "subscription" and isinstance(v, dict):
                 out["subscription"] = {"max_consumers": v.get("maxConsumers", v.get("max_consumers"))}
             else:
@@ -238,8 +237,7 @@ def address_to_document(space_name, address):
     if address.get("message_ttl"):
         spec["messageTtl"] = dict(address["message_ttl"])
     if address.get("message_redelivery"):
-        inv = dict((v, k) for k, v in _plans._REDELIVERY_CAMEL.items())
-        spec["messageRedelivery"] = dict((inv.get(k, k), v) for k, v in address["message_redelivery"].items())
+        spec["messageRedelivery"] = redelivery_to_camel(address["message_redelivery"])
     if address.get("type") == "subscription":
         spec["subscription"] = {"maxConsumers": (address.get("subscription") or {}).get("max_consumers", 1)}
     short = address.get("name") or re.sub(r"[^a-z0-9.-]", "-", address["address"].lower())

@@ -25,19 +25,15 @@ import re
 from ansible_collections.enmasse.messaging.plugins.module_utils import errors as _errors
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import example_plans as _examples
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import types as _types
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.documents import is_document
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.plan_documents import (
+    ADDRESS_PLAN_FIELDS, LIMITS_KEYS as _LIMITS_KEYS, RESOURCE_KEYS as _RESOURCE_KEYS, SPACE_PLAN_FIELDS,
+    address_plan_from_document, space_plan_from_document)
 
 STANDARD = "standard"
 BROKERED = "brokered"
 
-ADMIN_GROUP = "admin.enmasse.io"
-PLAN_API_VERSION = ADMIN_GROUP + "/v1beta2"
-# the versions EnMasse 0.33's CRDs serve for AddressPlan and AddressSpacePlan
-PLAN_API_VERSIONS = (ADMIN_GROUP + "/v1beta2", ADMIN_GROUP + "/v1beta1", ADMIN_GROUP + "/v1alpha1")
-INFRA_API_VERSIONS = (ADMIN_GROUP + "/v1beta1", ADMIN_GROUP + "/v1alpha1")
 INFRA_KINDS = {STANDARD: "StandardInfraConfig", BROKERED: "BrokeredInfraConfig"}
-
-_LIMITS_KEYS = ("router", "broker", "aggregate")
-_RESOURCE_KEYS = ("router", "broker")
 
 ADDRESS_TYPES = {
     STANDARD: ("anycast", "multicast", "queue", "topic", "subscription",
@@ -56,207 +52,19 @@ REDELIVERY_TYPES = ("queue", "subscription", "deadletter")
 PLAN_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 PLAN_NAME_MAX = 253
 
-# the plain (snake_case) fields of each kind
-ADDRESS_PLAN_FIELDS = ("name", "address_type", "address_space_type", "display_name", "display_order",
-                       "short_description", "long_description", "resources", "partitions",
-                       "message_ttl", "message_redelivery")
-SPACE_PLAN_FIELDS = ("name", "address_space_type", "display_name", "display_order", "short_description",
-                     "long_description", "resource_limits", "address_plans", "infra_config_ref")
-
-_REDELIVERY_CAMEL = {
-    "maximumDeliveryAttempts": "maximum_delivery_attempts",
-    "redeliveryDelay": "redelivery_delay",
-    "redeliveryDelayMultiplier": "redelivery_delay_multiplier",
-    "maximumDeliveryDelay": "maximum_delivery_delay",
-}
 REDELIVERY_KEYS = _types.REDELIVERY_KEYS
 TTL_KEYS = _types.TTL_KEYS
 
-# v1beta2 spec field -> plain field
-_ADDRESS_PLAN_SPEC = {
-    "addressType": "address_type", "displayName": "display_name", "displayOrder": "display_order",
-    "shortDescription": "short_description", "longDescription": "long_description",
-    "resources": "resources", "partitions": "partitions", "messageTtl": "message_ttl",
-    "messageRedelivery": "message_redelivery",
-    # not in EnMasse's AddressPlan: the collection's optional constraint
-    "addressSpaceType": "address_space_type",
-}
-_SPACE_PLAN_SPEC = {
-    "addressSpaceType": "address_space_type", "displayName": "display_name", "displayOrder": "display_order",
-    "shortDescription": "short_description", "longDescription": "long_description",
-    "resourceLimits": "resource_limits", "addressPlans": "address_plans", "infraConfigRef": "infra_config_ref",
-}
-# v1beta1 / v1alpha1: the fields are at the top level, credits are lists
-_LEGACY_COMMON = ("displayName", "displayOrder", "shortDescription", "longDescription", "uuid")
-_METADATA_IGNORED = ("namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
-                     "deletionGracePeriodSeconds", "managedFields", "selfLink", "annotations", "labels",
-                     "ownerReferences", "finalizers", "generateName")
-
 PlanError = _errors.PlanError
-
-
-def unknown_field(where, key, known):
-    """The message for an unknown field, with the nearest known one."""
-    return _types.unknown_key_errors([key], list(known), where)[0]
-
-
-# --------------------------------------------------------------- documents
-
-def _doc_errors(doc, kind, where):
-    """apiVersion, kind and metadata of an EnMasse admin document."""
-    errs = []
-    if doc.get("kind") != kind:
-        return ["%s.kind: %r is not accepted here: this takes an EnMasse %s (%s)"
-                % (where, doc.get("kind"), kind, " or ".join(PLAN_API_VERSIONS))]
-    if doc.get("apiVersion") not in PLAN_API_VERSIONS:
-        errs.append("%s.apiVersion: %r is not a version EnMasse serves for %s (one of %s)"
-                    % (where, doc.get("apiVersion"), kind, ", ".join(PLAN_API_VERSIONS)))
-    meta = doc.get("metadata")
-    if not isinstance(meta, dict):
-        errs.append("%s.metadata: %r must be a mapping with name" % (where, meta))
-    return errs
-
-
-def is_document(obj):
-    return isinstance(obj, dict) and ("kind" in obj or "apiVersion" in obj)
-
-
-def address_plan_from_document(doc, where="definition"):
-    """(plain address plan, errors) from an EnMasse AddressPlan document."""
-    errs = _doc_errors(doc, "AddressPlan", where)
-    if errs:
-        return {}, errs
-    plan = {"name": doc["metadata"].get("name")}
-    if doc["apiVersion"] == PLAN_API_VERSION:
-        spec = doc.get("spec")
-        if not isinstance(spec, dict):
-            return plan, ["%s.spec: %r must be a mapping" % (where, spec)]
-        for k, v in spec.items():
-            if k not in _ADDRESS_PLAN_SPEC:
-                errs.append(unknown_field(where + ".spec", k, sorted(_ADDRESS_PLAN_SPEC)))
-            elif k == "messageRedelivery" and isinstance(v, dict):
-                plan["message_redelivery"] = _redelivery_from_camel(v, where + ".spec.messageRedelivery", errs)
-            else:
-                plan[_ADDRESS_PLAN_SPEC[k]] = copy.deepcopy(v)
-    else:
-        known = _LEGACY_COMMON + ("addressType", "requiredResources")
-        for k, v in doc.items():
-            if k in ("apiVersion", "kind", "metadata", "status"):
-                continue
-            if k not in known:
-                errs.append(unknown_field(where, k, known))
-            elif k == "requiredResources":
-                plan["resources"] = _legacy_credits(v, "credit", _RESOURCE_KEYS, where + ".requiredResources", errs)
-            elif k != "uuid":
-                plan[_ADDRESS_PLAN_SPEC[k]] = copy.deepcopy(v)
-    errs.extend(_metadata_errors(doc["metadata"], where))
-    return plan, errs
-
-
-def space_plan_from_document(doc, where="definition"):
-    """(plain address space plan, errors) from an EnMasse AddressSpacePlan document."""
-    errs = _doc_errors(doc, "AddressSpacePlan", where)
-    if errs:
-        return {}, errs
-    plan = {"name": doc["metadata"].get("name")}
-    if doc["apiVersion"] == PLAN_API_VERSION:
-        spec = doc.get("spec")
-        if not isinstance(spec, dict):
-            return plan, ["%s.spec: %r must be a mapping" % (where, spec)]
-        for k, v in spec.items():
-            if k not in _SPACE_PLAN_SPEC:
-                errs.append(unknown_field(where + ".spec", k, sorted(_SPACE_PLAN_SPEC)))
-            else:
-                plan[_SPACE_PLAN_SPEC[k]] = copy.deepcopy(v)
-    else:
-        known = _LEGACY_COMMON + ("addressSpaceType", "addressPlans", "resources")
-        for k, v in doc.items():
-            if k in ("apiVersion", "kind", "metadata", "status"):
-                continue
-            if k not in known:
-                errs.append(unknown_field(where, k, known))
-            elif k == "resources":
-                plan["resource_limits"] = _legacy_credits(v, "max", _LIMITS_KEYS, where + ".resources", errs)
-            elif k != "uuid":
-                plan[_SPACE_PLAN_SPEC[k]] = copy.deepcopy(v)
-    errs.extend(_metadata_errors(doc["metadata"], where))
-    return plan, errs
-
-
-def _metadata_errors(meta, where):
-    return [unknown_field(where + ".metadata", k, ("name",) + _METADATA_IGNORED)
-            for k in meta if k != "name" and k not in _METADATA_IGNORED]
-
-
-def _legacy_credits(items, key, names, where, errs):
-    """v1beta1 ``[{name, credit|max}]`` -> ``{name: value}``."""
-    out = {}
-    if not isinstance(items, list):
-        errs.append("%s: %r must be a list of {name, %s}" % (where, items, key))
-        return out
-    for i, item in enumerate(items):
-        if not isinstance(item, dict) or item.get("name") not in names or key not in item:
-            errs.append("%s[%d]: %r must be {name: %s, %s: <number>}" % (where, i, item, "|".join(names), key))
-        else:
-            out[item["name"]] = item[key]
-    return out
-
-
-def _redelivery_from_camel(r, where=None, errs=None):
-    out = {}
-    for k, v in (r or {}).items():
-        if k not in _REDELIVERY_CAMEL and errs is not None:
-            errs.append(unknown_field(where, k, sorted(_REDELIVERY_CAMEL)))
-            continue
-        out[_REDELIVERY_CAMEL.get(k, k)] = v
-    return out
-
-
-def redelivery_to_camel(r):
-    inv = dict((v, k) for k, v in _REDELIVERY_CAMEL.items())
-    return dict((inv.get(k, k), v) for k, v in (r or {}).items())
-
-
-_ADDRESS_PLAN_SPEC_OUT = dict((v, k) for k, v in _ADDRESS_PLAN_SPEC.items())
-_SPACE_PLAN_SPEC_OUT = dict((v, k) for k, v in _SPACE_PLAN_SPEC.items())
-
-
-def address_plan_document(plan, labels=None):
-    """The EnMasse ``admin.enmasse.io/v1beta2`` AddressPlan for a plain plan."""
-    spec = {}
-    for k in ADDRESS_PLAN_FIELDS:
-        if k == "name" or plan.get(k) is None:
-            continue
-        v = copy.deepcopy(plan[k])
-        spec[_ADDRESS_PLAN_SPEC_OUT[k]] = redelivery_to_camel(v) if k == "message_redelivery" else v
-    meta = {"name": plan.get("name")}
-    if labels:
-        meta["labels"] = dict(labels)
-    return {"apiVersion": PLAN_API_VERSION, "kind": "AddressPlan", "metadata": meta, "spec": spec}
-
-
-def space_plan_document(plan, labels=None):
-    """The EnMasse ``admin.enmasse.io/v1beta2`` AddressSpacePlan for a plain plan."""
-    spec = dict((_SPACE_PLAN_SPEC_OUT[k], copy.deepcopy(plan[k])) for k in SPACE_PLAN_FIELDS
-                if k != "name" and plan.get(k) is not None)
-    meta = {"name": plan.get("name")}
-    if labels:
-        meta["labels"] = dict(labels)
-    return {"apiVersion": PLAN_API_VERSION, "kind": "AddressSpacePlan", "metadata": meta, "spec": spec}
 
 
 # --------------------------------------------------------------- plain form
 
 def _plain(obj, fields, where):
-    errs = []
     if not isinstance(obj, dict):
         return {}, ["%s: %r must be a mapping (a plain plan or an EnMasse document)" % (where, obj)]
-    out = {}
-    for k, v in obj.items():
-        if k not in fields:
-            errs.append(unknown_field(where, k, fields))
-        elif v is not None:
-            out[k] = copy.deepcopy(v)
+    errs = _types.unknown_key_errors(list(obj), fields, where)
+    out = dict((k, copy.deepcopy(v)) for k, v in obj.items() if k in fields and v is not None)
     return out, errs
 
 
@@ -303,26 +111,11 @@ def space_plan_defaults(plan):
     return p
 
 
-# the old names, kept for callers that normalise without validating
-def normalize_address_plan(doc):
-    plan, unused = (address_plan_from_document(doc) if is_document(doc) else (dict(doc or {}), []))
-    return address_plan_defaults(plan)
-
-
-def normalize_space_plan(doc):
-    plan, unused = (space_plan_from_document(doc) if is_document(doc) else (dict(doc or {}), []))
-    return space_plan_defaults(plan)
-
-
 # --------------------------------------------------------------- rules
 
-def _is_number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and not (isinstance(v, float) and
-                                                                            not math.isfinite(v))
-
-
-def _is_int(v):
-    return isinstance(v, int) and not isinstance(v, bool)
+def _is_credit(v):
+    """A finite number, not a boolean."""
+    return _types.is_number(v) and math.isfinite(v)
 
 
 def plan_name_errors(name, where):
@@ -339,7 +132,7 @@ def _text_errors(p, where):
     for k in ("display_name", "short_description", "long_description", "infra_config_ref"):
         if k in p and not isinstance(p[k], str):
             errs.append("%s.%s: %r must be a string" % (where, k, p[k]))
-    if "display_order" in p and not _is_int(p["display_order"]):
+    if "display_order" in p and not _types.is_int(p["display_order"]):
         errs.append("%s.display_order: %r must be an integer" % (where, p["display_order"]))
     return errs
 
@@ -369,7 +162,7 @@ def _credit_errors(p, field, keys, where):
     for k, v in value.items():
         if k not in keys:
             errors.append("%s.%s.%s: unknown resource, must be one of %s" % (where, field, k, ", ".join(keys)))
-        elif not _is_number(v) or v < 0:
+        elif not _is_credit(v) or v < 0:
             errors.append("%s.%s.%s: %r must be a number >= 0" % (where, field, k, v))
     return errors
 
@@ -390,7 +183,7 @@ def validate_address_plan(p, where):
                           % (where, atype, ", ".join(ADDRESS_TYPES[stype]), stype))
     errors.extend(_credit_errors(p, "resources", _RESOURCE_KEYS, where))
     parts = p.get("partitions", 1)
-    if not _is_int(parts) or parts < 1 or parts > 1000:
+    if not _types.is_int(parts) or parts < 1 or parts > 1000:
         errors.append("%s.partitions: %r must be an integer from 1 to 1000" % (where, parts))
     if p.get("message_ttl") is not None and atype and atype not in TTL_TYPES:
         errors.append("%s.message_ttl: applies to %s plans only, not %s" % (where, ", ".join(TTL_TYPES), atype))
@@ -437,17 +230,19 @@ COLLECTION_ADDRESS_PLANS = [
 COLLECTION_SPACE_PLAN_ADDITIONS = {"brokered-single-broker": ["brokered-subscription"]}
 
 
-def _default_plans():
-    space_plans, address_plans, infra = _example_catalogue()
+def _default_plans(space_plans, address_plans, infra):
+    """The examples (copied) with the collection's additions."""
+    space_plans, address_plans, infra = copy.deepcopy((space_plans, address_plans, infra))
     for sp in space_plans:
         sp["address_plans"] = sp["address_plans"] + COLLECTION_SPACE_PLAN_ADDITIONS.get(sp["name"], [])
     address_plans.extend(address_plan_defaults(p) for p in COLLECTION_ADDRESS_PLANS)
     return space_plans, address_plans, infra
 
 
-_DEFAULTS = _default_plans()
-EXAMPLE_SPACE_PLAN_NAMES = tuple(p["name"] for p in _example_catalogue()[0])
-EXAMPLE_ADDRESS_PLAN_NAMES = tuple(p["name"] for p in _example_catalogue()[1])
+_EXAMPLES = _example_catalogue()
+_DEFAULTS = _default_plans(*_EXAMPLES)
+EXAMPLE_SPACE_PLAN_NAMES = tuple(p["name"] for p in _EXAMPLES[0])
+EXAMPLE_ADDRESS_PLAN_NAMES = tuple(p["name"] for p in _EXAMPLES[1])
 
 
 class Catalogue(object):
@@ -457,6 +252,11 @@ class Catalogue(object):
         self._space_plans = dict((p["name"], p) for p in address_space_plans)
         self._address_plans = dict((p["name"], p) for p in address_plans)
         self._infra = dict(infra_configs or {})
+
+    @classmethod
+    def with_default_infra(cls, address_space_plans, address_plans):
+        """A catalogue of these plans with EnMasse's infrastructure configs."""
+        return cls(address_space_plans, address_plans, copy.deepcopy(_DEFAULTS[2]))
 
     @classmethod
     def default(cls):
@@ -481,7 +281,7 @@ class Catalogue(object):
         errors = []
         for k in extra:
             if k not in ("address_space_plans", "address_plans"):
-                errors.append(unknown_field("plans", k, ("address_space_plans", "address_plans")))
+                errors.extend(_types.unknown_key_errors([k], ["address_space_plans", "address_plans"], "plans"))
         for key, reader, target in (("address_space_plans", read_space_plan, cat._space_plans),
                                     ("address_plans", read_address_plan, cat._address_plans)):
             items = extra.get(key) or []

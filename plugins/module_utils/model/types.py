@@ -26,12 +26,30 @@ JAVA_LONG_MAX = 9223372036854775807
 JAVA_INT_MAX = 2147483647
 
 TTL_KEYS = ("minimum", "maximum")
-REDELIVERY_KEYS = ("maximum_delivery_attempts", "redelivery_delay", "redelivery_delay_multiplier",
-                   "maximum_delivery_delay")
+# EnMasse's messageRedelivery keys (camelCase) and the model's
+REDELIVERY_CAMEL = {
+    "maximumDeliveryAttempts": "maximum_delivery_attempts",
+    "redeliveryDelay": "redelivery_delay",
+    "redeliveryDelayMultiplier": "redelivery_delay_multiplier",
+    "maximumDeliveryDelay": "maximum_delivery_delay",
+}
+REDELIVERY_KEYS = tuple(REDELIVERY_CAMEL.values())
 SUBSCRIPTION_KEYS = ("max_consumers",)
 # the string fields of a plain address
 ADDRESS_STRING_FIELDS = ("address", "type", "plan", "topic", "deadletter", "expiry", "name", "state",
                          "address_space")
+
+
+def redelivery_from_camel(r):
+    """EnMasse's ``messageRedelivery`` with the model's keys (unknown keys
+    are kept as they are, for the checks to name)."""
+    return dict((REDELIVERY_CAMEL.get(k, k), v) for k, v in (r or {}).items())
+
+
+def redelivery_to_camel(r):
+    """The model's ``message_redelivery`` with EnMasse's keys."""
+    inv = dict((v, k) for k, v in REDELIVERY_CAMEL.items())
+    return dict((inv.get(k, k), v) for k, v in (r or {}).items())
 
 
 def quote(v):
