@@ -125,3 +125,21 @@ def demo_space(_demo_space):
         sp.converge(helpers.DEMO_ADDRESSES)
         sp.baseline = sp.snapshot(names)
     return sp
+
+
+@pytest.fixture(scope="module")
+def router_mesh(tmp_path_factory):
+    """Three real qdrouterd processes, a full interior mesh configured like the
+    router role (routers.RouterMesh); stopped (killed if they do not stop) at
+    the end of the module. Skips, saying why, when no qdrouterd can be built."""
+    import routers
+
+    unused_argv, unused_env, reason = routers.find_qdrouterd()
+    if reason:
+        pytest.skip(reason)
+    mesh = routers.RouterMesh(str(tmp_path_factory.mktemp("routers")), n=3)
+    try:
+        mesh.start()
+        yield mesh
+    finally:
+        mesh.close()
