@@ -175,7 +175,10 @@ class RouterMesh(object):
             log.close()
 
     def wait_mesh(self, timeout=60):
-        """Until every running router lists every running router as a node."""
+        """Until every running router lists every running router as a node
+        and answers management requests sent through every other one
+        (``_topo/0/<id>/$management``): right after the nodes appear the
+        routes still change, and a request sent then can be lost."""
         deadline = time.time() + timeout
         want = sorted(r.id for r in self.routers if r.running)
         last = {}
@@ -186,15 +189,19 @@ class RouterMesh(object):
                 if r.proc.poll() is not None:
                     raise RuntimeError("qdrouterd %s exited (%s):\n%s" % (r.id, r.proc.returncode, r.log_tail()))
                 try:
-                    with router_client.ManagementSession(r.management_url, timeout=5) as s:
+                    with router_client.ManagementSession(r.management_url, timeout=2) as s:
                         seen = s.routers()
-                    last[r.id] = seen
-                    if [x for x in seen if x in want] == want and len(seen) == len(want):
-                        break
+                        last[r.id] = seen
+                        if seen == want:
+                            replies = s.execute([router_client.Request("QUERY", router_client.NODE_TYPE, router=other,
+                                                                       attribute_names=["id"]) for other in want])
+                            last[r.id] = [(x.request.router, x.status, x.description) for x in replies]
+                            if all(x.ok for x in replies):
+                                break
                 except router_client.RouterManagementError as e:
                     last[r.id] = str(e)
                 if time.time() > deadline:
-                    raise RuntimeError("the mesh did not form within %ss: %s wants %s, sees %s"
+                    raise RuntimeError("the mesh did not form within %ss: %s wants %s, has %s"
                                        % (timeout, r.id, want, last.get(r.id)))
                 time.sleep(0.3)
 

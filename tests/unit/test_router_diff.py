@@ -28,7 +28,7 @@ def as_live(entities):
     router's view (defaults filled in, ports as strings, secrets hidden)."""
     out = {}
     for name, e in entities.items():
-        filled = dict((k, v) for k, v in reader.ATTRIBUTES[e["type"]].items() if v is not None)
+        filled = dict((k, v) for k, v in reader.defaults(e["type"], e).items() if v is not None)
         filled.update(e)
         filled.pop("saslPassword", None)
         out[name] = dict(reader.normalise(e["type"], filled), type=e["type"])
@@ -150,3 +150,12 @@ def test_management_address_and_error_naming():
     err = client.Reply(req, 404, "Not Found: no entity named enmasse/a").error()
     assert "router R2" in str(err) and "enmasse/a" in str(err) and "router.config.address" in str(err)
     assert "Not Found" in str(err) and err.status == 404 and err.router == "R2"
+
+
+def test_defaults_the_router_computes_are_not_drift():
+    assert reader.normalise("address", {"prefix": "s/q", "waypoint": True, "ingressPhase": 0, "egressPhase": 1,
+                                        "priority": -1, "distribution": "balanced"}) == {"prefix": "s/q", "waypoint": True}
+    assert reader.normalise("address", {"prefix": "s/q", "egressPhase": 1}) == {"prefix": "s/q", "egressPhase": 1}
+    assert reader.normalise("autoLink", {"address": "a", "direction": "in", "phase": 1}) == {"address": "a", "direction": "in"}
+    assert reader.normalise("autoLink", {"address": "a", "direction": "out", "phase": 0}) == {"address": "a", "direction": "out"}
+    assert reader.normalise("autoLink", {"address": "a", "direction": "out", "phase": 1})["phase"] == 1

@@ -31,7 +31,9 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.redact import re
 
 ROUTER_PREFIXES = {"qdrouterd": "org.apache.qpid.dispatch", "skrouterd": "io.skupper.router"}
 DEFAULT_PAGE = 500
-DEFAULT_WINDOW = 500
+# below the router's link capacity (linkCapacity, 250 by default): a router
+# drops pre-settled deliveries queued beyond it, requests or replies
+DEFAULT_WINDOW = 200
 MANAGEMENT = "$management"
 QDR = ROUTER_PREFIXES["qdrouterd"]
 NODE_TYPE = QDR + ".router.node"
@@ -341,8 +343,7 @@ class ManagementSession(object):
                 detail = detail.replace(password, "********")
             self.close()
             raise RouterManagementError("cannot open AMQP management at %s: %s" % (redact_url(url), detail))
-        self._receiver.flow(self.window)
-        self._credit = self.window
+        self._top_up()
 
     # -- the engine -------------------------------------------------------
 
@@ -444,9 +445,16 @@ class ManagementSession(object):
             dlv.settle()
             self._credit -= 1
             self._on_reply(encoded)
-        if self._credit < self.window // 2:
-            receiver.flow(self.window - self._credit)
-            self._credit = self.window
+        self._top_up()
+
+    def _top_up(self):
+        # replies are pre-settled: the router drops pre-settled deliveries
+        # queued on a link beyond its capacity (psdrop). Credit never below
+        # the window (the most replies that can be on their way) keeps them
+        # flowing.
+        if self._credit < self.window:
+            self._receiver.flow(2 * self.window - self._credit)
+            self._credit = 2 * self.window
 
     def _on_reply(self, encoded):
         # the sections one by one: the body (the whole entity after a CREATE)

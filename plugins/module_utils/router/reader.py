@@ -44,10 +44,10 @@ ATTRIBUTES = {
                  "authenticatePeer": False, "saslMechanisms": None, "saslPlugin": None, "sslProfile": None,
                  "requireSsl": False, "idleTimeoutSeconds": 16, "maxFrameSize": 16384},
     "address": {"prefix": None, "pattern": None, "distribution": "balanced", "waypoint": False,
-                "ingressPhase": None, "egressPhase": None, "priority": None, "enableFallback": False},
+                "ingressPhase": 0, "egressPhase": 0, "priority": -1},
     "linkRoute": {"prefix": None, "pattern": None, "addExternalPrefix": None, "delExternalPrefix": None,
                   "connection": None, "containerId": None, "distribution": "linkBalanced", "direction": None},
-    "autoLink": {"address": None, "direction": None, "phase": None, "connection": None, "containerId": None,
+    "autoLink": {"address": None, "direction": None, "phase": 0, "connection": None, "containerId": None,
                  "externalAddress": None, "fallback": False},
 }
 # attributes the router never returns (secrets): sent on CREATE, never compared
@@ -90,11 +90,23 @@ def plain(value):
     return value
 
 
+def defaults(kind, attrs):
+    """``ATTRIBUTES[kind]`` with the defaults the router computes from the
+    entity itself: a waypoint address's egressPhase is 1, an autoLink's
+    phase is 1 for direction ``in`` (0 for ``out``)."""
+    known = ATTRIBUTES[kind]
+    if kind == "address" and attrs.get("waypoint"):
+        known = dict(known, egressPhase=1)
+    elif kind == "autoLink" and attrs.get("direction") == "in":
+        known = dict(known, phase=1)
+    return known
+
+
 def normalise(kind, attrs, compare=True):
     """The attributes of an entity of ``kind`` as the collection compares
     them: only those it sets, plain values, ports as strings, unset and
     default values dropped. ``compare``: also drop the write-only ones."""
-    known = ATTRIBUTES[kind]
+    known = defaults(kind, attrs)
     out = {}
     for key, default in known.items():
         value = plain(attrs.get(key))
