@@ -277,43 +277,55 @@ class ManagementSession(object):
     def __init__(self, url, timeout=30, window=DEFAULT_WINDOW, ssl_domain=None, sasl_mechanisms=None,
                  container_id=None):
         try:
-            from proton import Connection, Data, Endpoint, Link, Message, SSL, Transport, Url
+            import proton
         except ImportError as e:
             raise ClientError("AMQP management needs python-qpid-proton (python3-qpid-proton): %s" % e)
+        self._proton = proton
         self.url = url
         self.timeout = timeout
         self.window = max(1, int(window))
-        self._message = Message
-        self._data = Data()
-        self._endpoint = Endpoint
+        self.ssl_domain = ssl_domain
+        self.sasl_mechanisms = sasl_mechanisms
+        self.container_id = container_id or "enmasse-management-%s" % uuid.uuid4()
+        self._message = proton.Message
+        self._data = proton.Data()
+        self._endpoint = proton.Endpoint
         self._next = 0
         self._pending = collections.deque()             # (cid, request, encoded) not sent yet
         self._outstanding = collections.OrderedDict()   # cid -> (request, deadline), oldest first
         self._replies = {}                              # cid -> Reply
         self._arrived = []                              # cids replied since execute last looked
+        self.sock = None
+        self._open()
+
+    def _open(self):
+        """Connect: SASL (ANONYMOUS, or PLAIN with the URL's credentials),
+        TLS for amqps:// or an ``ssl_domain``, the two links."""
+        proton, url, timeout = self._proton, self.url, self.timeout
         self._credit = 0
         self.error = None                               # why the connection is unusable
         self.reply_to = None
-        self.sock = None
+        self.conn = None
         try:
-            parsed = Url(url).defaults()
+            parsed = proton.Url(url).defaults()
             self.sock = socket.create_connection((parsed.host, int(parsed.port)), timeout=timeout)
             self.sock.setblocking(False)
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.conn = Connection()
-            self.conn.container = container_id or "enmasse-management-%s" % uuid.uuid4()
+            self.conn = proton.Connection()
+            self.conn.container = self.container_id
             self.conn.hostname = parsed.host
             if parsed.username:
                 self.conn.user = parsed.username
             if parsed.password:
                 self.conn.password = parsed.password
-            self.transport = Transport()
-            if parsed.scheme == "amqps" or ssl_domain is not None:
-                ssl = SSL(self.transport, ssl_domain, None)
+            self.transport = proton.Transport()
+            if parsed.scheme == "amqps" or self.ssl_domain is not None:
+                domain = self.ssl_domain or proton.SSLDomain(proton.SSLDomain.MODE_CLIENT)
+                ssl = proton.SSL(self.transport, domain, None)
                 ssl.peer_hostname = parsed.host
             sasl = self.transport.sasl()
-            if sasl_mechanisms:
-                sasl.allowed_mechs(sasl_mechanisms)
+            if self.sasl_mechanisms:
+                sasl.allowed_mechs(self.sasl_mechanisms)
             if parsed.scheme == "amqp" and parsed.password:
                 # credentials in an amqp:// URL: the router is on this host or a
                 # trusted network; PLAIN without TLS must be allowed explicitly
@@ -326,11 +338,11 @@ class ManagementSession(object):
             self._receiver.source.dynamic = True
             self._receiver.open()
             self._sender = ssn.sender("enmasse-management-requests")
-            self._sender.snd_settle_mode = Link.SND_SETTLED
+            self._sender.snd_settle_mode = proton.Link.SND_SETTLED
             self._sender.open()
             deadline = time.time() + timeout
             while self.error is None and time.time() < deadline:
-                if self._receiver.state & Endpoint.REMOTE_ACTIVE:
+                if self._receiver.state & proton.Endpoint.REMOTE_ACTIVE:
                     self.reply_to = self._receiver.remote_source.address
                     break
                 self._io(min(0.5, max(0.0, deadline - time.time())))
@@ -538,6 +550,13 @@ class ManagementSession(object):
         ``follow(reply)`` may return more requests to send (their replies
         are appended after the others, in the order they were made); a
         paged QUERY uses it for the next page."""
+        if self.error is None and self.sock is not None and not self._outstanding:
+            self._io(0)  # learn about a connection closed since the last batch
+        if self.error is not None and not self._outstanding and not self._pending:
+            # the connection was lost between two batches (the router restarted,
+            # or closed it after idleTimeoutSeconds without traffic): once more
+            self.close()
+            self._open()
         cids = [self._submit(r) for r in requests]
         missing = set(cids)
         while missing:
@@ -654,6 +673,7 @@ class ManagementSession(object):
             pass
         finally:
             self.sock = None
+            self._broken("closed")
             try:
                 sock.close()
             except OSError:
