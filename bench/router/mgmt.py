@@ -100,8 +100,8 @@ def main():
                 runs = [crud(session, args.count, router, args.page) for unused in range(args.repeat)]
                 for i, op in enumerate(("CREATE", "QUERY", "DELETE")):
                     t = statistics.median(r[i] for r in runs)
-                    print("%-6s %-6s %8.3f s  %8.0f /s   (runs: %s)" % (label, op, t, args.count / t,
-                                                                   ", ".join("%.3f" % r[i] for r in runs)))
+                    each = ", ".join("%.3f" % r[i] for r in runs)
+                    print("%-6s %-6s %8.3f s  %8.0f /s   (runs: %s)" % (label, op, t, args.count / t, each))
             first, again, cleanup = converge(session, mesh.ids, args.count)
             print("converge %d owned addresses over %d router(s): first %.3f s, no-change re-run %.3f s, "
                   "prune all %.3f s" % (args.count, args.routers, first, again, cleanup))

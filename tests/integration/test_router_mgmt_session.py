@@ -166,3 +166,12 @@ def test_a_request_to_a_router_that_died_times_out_and_the_session_goes_on(route
         if reply.ok or time.time() > deadline:
             break
     assert reply.ok
+
+
+def test_the_session_reconnects_after_its_router_restarted(router_mesh, session):
+    assert session.routers() == sorted(router_mesh.ids)
+    router_mesh.stop(0)
+    router_mesh.start_router(0)
+    # the next batch finds the connection closed and opens a new one
+    assert session.routers() == sorted(router_mesh.ids)
+    assert session.error is None

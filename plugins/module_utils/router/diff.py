@@ -63,8 +63,7 @@ class ChangeSet(object):
 
     def __iter__(self):
         for router in sorted(self.per_router):
-            for change in self.per_router[router]:
-                yield change
+            yield from self.per_router[router]
 
     def __len__(self):
         return sum(len(v) for v in self.per_router.values())

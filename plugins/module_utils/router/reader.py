@@ -189,7 +189,6 @@ def not_ready(status, routers=None):
             if kind in ("autoLink", "linkRoute") and st.get("operStatus") != "active":
                 out.append((router, name, "%s operStatus %s" % (kind, st.get("operStatus"))))
             elif kind == "connector" and st.get("connectionStatus") != "SUCCESS":
-                out.append((router, name, "connector %s%s" % (st.get("connectionStatus"),
-                                                               ": %s" % st["connectionMsg"]
-                                                               if st.get("connectionMsg") else "")))
+                detail = ": %s" % st["connectionMsg"] if st.get("connectionMsg") else ""
+                out.append((router, name, "connector %s%s" % (st.get("connectionStatus"), detail)))
     return out
