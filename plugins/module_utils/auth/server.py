@@ -128,9 +128,18 @@ class AuthServer(object):
         self.handshake_timeout = handshake_timeout
         self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="check")
         self.server = None
+        self.connections = set()
 
     # -- one connection --------------------------------------------------
     async def handle(self, reader, writer):
+        task = asyncio.current_task()
+        self.connections.add(task)
+        try:
+            await self._handle(reader, writer)
+        finally:
+            self.connections.discard(task)
+
+    async def _handle(self, reader, writer):
         peer = writer.get_extra_info("peername")
         peer = "%s:%s" % tuple(peer[:2]) if isinstance(peer, tuple) else str(peer)
         try:
@@ -264,8 +273,14 @@ class AuthServer(object):
         return [s.getsockname()[1] for s in self.server.sockets]
 
     async def stop(self):
+        """Stop listening, end the exchanges under way, stop the workers."""
         if self.server is not None:
             self.server.close()
+        for task in list(self.connections):
+            task.cancel()
+        if self.connections:
+            await asyncio.gather(*self.connections, return_exceptions=True)
+        if self.server is not None:
             await self.server.wait_closed()
         self.executor.shutdown(wait=False)
 
