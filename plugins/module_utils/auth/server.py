@@ -336,13 +336,16 @@ def ssl_context(config):
     return context
 
 
-async def serve(config, config_path=None, ready=None):
-    """Run until SIGTERM/SIGINT; SIGHUP re-reads the config file's users_dir,
-    default_realm and log_level and forgets the cached users files."""
+async def serve(config, config_path=None, overrides=None, ready=None):
+    """Run until SIGTERM/SIGINT. SIGHUP re-reads the config file (users_dir,
+    default_realm, log_level take effect; the command line still wins),
+    forgets the cached users files and loads the TLS certificate and key
+    again from their paths (renewed certificates, no restart)."""
     backend = backends.UsersFileBackend(config["users_dir"], log=LOG.debug)
     server = AuthServer(backend, config["default_realm"], config["container_id"],
                         config["handshake_timeout"], config["workers"])
-    await server.start(config["listen_host"], config["listen_port"], ssl_context(config))
+    context = ssl_context(config)
+    await server.start(config["listen_host"], config["listen_port"], context)
     LOG.info("listening on %s:%s%s, users in %s", config["listen_host"], ",".join(str(p) for p in server.ports()),
              " (TLS)" if config["tls_cert"] else "", config["users_dir"])
     if ready is not None:
@@ -352,8 +355,12 @@ async def serve(config, config_path=None, ready=None):
 
     def reload():
         try:
-            fresh = load_config(config_path) if config_path else config
-        except (OSError, ValueError) as exc:
+            fresh = load_config(config_path, overrides) if config_path else config
+            if context is not None:
+                context.load_cert_chain(config["tls_cert"], config["tls_key"])
+                if config["tls_ca"]:
+                    context.load_verify_locations(config["tls_ca"])
+        except (OSError, ValueError, ssl.SSLError) as exc:
             LOG.error("reload: %s; keeping the running configuration", exc)
             return
         for key in ("listen_host", "listen_port", "tls_cert", "tls_key", "tls_ca", "workers", "container_id"):
@@ -384,6 +391,10 @@ def main(argv=None):
     parser.add_argument("--users-dir", dest="users_dir", help="directory of <realm>.json users files")
     parser.add_argument("--default-realm", dest="default_realm", help="realm when the router sends none")
     parser.add_argument("--log-level", dest="log_level", help="DEBUG, INFO, WARNING or ERROR")
+    parser.add_argument("--tls-cert", dest="tls_cert", help="PEM certificate (chain): serve TLS")
+    parser.add_argument("--tls-key", dest="tls_key", help="PEM private key of --tls-cert")
+    parser.add_argument("--tls-ca", dest="tls_ca", help="PEM CA bundle: require client certificates signed by it")
+    parser.add_argument("--workers", dest="workers", type=int, help="password checks at once (default %d)" % DEFAULTS["workers"])
     parser.add_argument("--hash-password", action="store_true",
                         help="read a password on stdin (or the terminal), print its users-file hash and exit")
     parser.add_argument("--iterations", type=int, default=backends.DEFAULT_ITERATIONS,
@@ -396,7 +407,8 @@ def main(argv=None):
         except ValueError as exc:
             parser.error(str(exc))
         return 0
-    overrides = dict((k, getattr(args, k)) for k in ("listen_host", "listen_port", "users_dir", "default_realm", "log_level"))
+    overrides = dict((k, getattr(args, k)) for k in ("listen_host", "listen_port", "users_dir", "default_realm", "log_level",
+                                                     "tls_cert", "tls_key", "tls_ca", "workers"))
     try:
         config = load_config(args.config, overrides)
     except (OSError, ValueError) as exc:
@@ -406,7 +418,7 @@ def main(argv=None):
     if not os.path.isdir(config["users_dir"]):
         LOG.warning("users_dir %s does not exist (yet): every client is refused until it does", config["users_dir"])
     try:
-        asyncio.run(serve(config, args.config))
+        asyncio.run(serve(config, args.config, overrides))
     except OSError as exc:
         LOG.error("cannot listen on %s:%s: %s", config["listen_host"], config["listen_port"], exc)
         return 1
