@@ -1,7 +1,7 @@
 """The auth service's pure parts: the AMQP codec, the password hashes, the
 users file backend, EnMasse's group -> address-authz rule, and the server's
 SASL/open exchange over a loopback socket with a client written from the
-codec (the real router is in tests/integration/test_auth_service.py)."""
+codec (the real router is in tests/integration/test_auth_service_router.py)."""
 import asyncio
 import base64
 import json

@@ -55,7 +55,7 @@ MECHANISMS = ("PLAIN",)
 MAX_FRAME_SIZE = 65536
 DEFAULTS = {
     "listen_host": "127.0.0.1",
-    "listen_port": 5671,
+    "listen_port": 5680,
     "users_dir": "/etc/enmasse-auth-service/users",
     "default_realm": "",
     "container_id": "enmasse-auth-service",
@@ -338,7 +338,8 @@ def ssl_context(config):
 
 async def serve(config, config_path=None, overrides=None, ready=None):
     """Run until SIGTERM/SIGINT. SIGHUP re-reads the config file (users_dir,
-    default_realm, log_level take effect; the command line still wins),
+    default_realm, log_level, handshake_timeout take effect; the command
+    line still wins),
     forgets the cached users files and loads the TLS certificate and key
     again from their paths (renewed certificates, no restart)."""
     backend = backends.UsersFileBackend(config["users_dir"], log=LOG.debug)
@@ -369,6 +370,7 @@ async def serve(config, config_path=None, overrides=None, ready=None):
         backend.directory = fresh["users_dir"]
         backend.forget()
         server.default_realm = fresh["default_realm"]
+        server.handshake_timeout = fresh["handshake_timeout"]
         logging.getLogger().setLevel(fresh["log_level"].upper())
         LOG.info("reloaded: users in %s", fresh["users_dir"])
 
