@@ -22,6 +22,8 @@ import pytest
 
 from helpers import free_port
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
+
 pytestmark = [pytest.mark.integration, pytest.mark.router]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,8 +33,6 @@ ENTRY_POINT = os.path.join(REPO, "roles", "auth_service", "files", "enmasse-auth
 VENDOR = os.path.abspath(os.path.join(REPO, "..", "shared", "vendor", "qpid-dispatch-1.19.0.tar.gz"))
 HOST_PYTHON = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
 SPACES = ("space-a", "space-b", "space-c")
-
-from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
 
 
 # ------------------------------------------------------------ local starters

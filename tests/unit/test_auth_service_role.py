@@ -39,13 +39,13 @@ def changed(results):
 
 
 def test_prereqs_refuse_bad_spaces_and_users_with_the_model_rules(tmp_path):
+    users = [{"username": "Alice!", "password": "hush-hush-secret"},
+             {"username": "bob", "password": ""},
+             {"username": "good-user", "password": "x"},
+             {"username": "carl", "password": "y", "authorization": [{"addresses": ["a"], "operations": ["fly"]}]}]
     out, results = play(tmp_path, "prereqs.yml", {"auth_service_address_spaces": [
         {"address_space": "Bad_Name", "users": []},
-        {"address_space": "good", "users": [{"username": "Alice!", "password": "hush-hush-secret"},
-                                             {"username": "bob", "password": ""},
-                                             {"username": "good-user", "password": "x"},
-                                             {"username": "carl", "password": "y",
-                                              "authorization": [{"addresses": ["a"], "operations": ["fly"]}]}]}]})
+        {"address_space": "good", "users": users}]})
     bad = failed(results)
     assert bad and bad[0][0].endswith("Check the address spaces and users with the collection's rules"), bad
     msg = bad[0][1]["msg"]
@@ -70,10 +70,10 @@ def users_vars(tmp_path, spaces, **extra):
 def test_users_files_from_generated_and_listed_passwords_idempotent_and_pruned(tmp_path):
     (tmp_path / "users").mkdir()
     (tmp_path / "users" / "gone.json").write_text("{}")
-    spaces = [{"address_space": "space-a", "users": [
-                  {"username": "app", "password": "app-secret-1"},
-                  {"username": "reader", "password": "reader-secret",
-                   "authorization": [{"addresses": ["orders/*"], "operations": ["recv"]}]}]},
+    users_a = [{"username": "app", "password": "app-secret-1"},
+               {"username": "reader", "password": "reader-secret",
+                "authorization": [{"addresses": ["orders/*"], "operations": ["recv"]}]}]
+    spaces = [{"address_space": "space-a", "users": users_a},
               {"address_space": "space-b", "messaging_user": False,
                "users": [{"username": "app", "password": "app-secret-2"}]}]
     out, results = play(tmp_path, "users.yml", users_vars(tmp_path, spaces))

@@ -405,7 +405,7 @@ def main(argv=None):
     if args.hash_password:
         password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\r\n")
         try:
-            print(backends.hash_password(password, iterations=args.iterations))
+            sys.stdout.write(backends.hash_password(password, iterations=args.iterations) + "\n")
         except ValueError as exc:
             parser.error(str(exc))
         return 0
