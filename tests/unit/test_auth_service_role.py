@@ -1,0 +1,126 @@
+"""The auth_service role's input checks and users files, run by
+ansible-playbook on localhost (no systemd needed: prereqs.yml and users.yml
+only): the collection's name rules, the generated messaging password shared
+with the broker role's credentials files, hashing, idempotence, pruning,
+no password in the output."""
+import grp
+import json
+import os
+import subprocess
+import sys
+
+from ansible_collections.enmasse.messaging.plugins.filter import auth_service as flt
+from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
+
+import pytest
+
+
+def play(tmp_path, tasks_from, variables):
+    book = [{"hosts": "localhost", "gather_facts": False, "connection": "local", "tasks": [
+        {"name": "role", "ansible.builtin.include_role": {
+            "name": "enmasse.messaging.auth_service", "tasks_from": tasks_from}, "vars": variables}]}]
+    path = tmp_path / "play.yml"
+    path.write_text(json.dumps(book))
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_RETRY_FILES_ENABLED="False")
+    out = subprocess.run(["ansible-playbook", "-i", "localhost,", str(path),
+                          "-e", "ansible_python_interpreter=%s" % sys.executable],
+                         capture_output=True, text=True, env=env, cwd=str(tmp_path), check=False, timeout=300)
+    data = json.loads(out.stdout[out.stdout.index("{"):])
+    results = [(t["task"]["name"], h) for p in data["plays"] for t in p["tasks"] for h in t["hosts"].values()]
+    return out.stdout, results
+
+
+def failed(results):
+    return [(name, res) for name, res in results if res.get("failed")]
+
+
+def changed(results):
+    return [name for name, res in results if res.get("changed")]
+
+
+def test_prereqs_refuse_bad_spaces_and_users_with_the_model_rules(tmp_path):
+    users = [{"username": "Alice!", "password": "hush-hush-secret"},
+             {"username": "bob", "password": ""},
+             {"username": "good-user", "password": "x"},
+             {"username": "carl", "password": "y", "authorization": [{"addresses": ["a"], "operations": ["fly"]}]}]
+    out, results = play(tmp_path, "prereqs.yml", {"auth_service_address_spaces": [
+        {"address_space": "Bad_Name", "users": []},
+        {"address_space": "good", "users": users}]})
+    bad = failed(results)
+    assert bad and bad[0][0].endswith("Check the address spaces and users with the collection's rules"), bad
+    msg = bad[0][1]["msg"]
+    assert "auth_service_address_spaces[0].address_space: 'Bad_Name' must consist of lowercase letters" in msg
+    assert "users[0].username: 'Alice!' must match" in msg
+    assert "auth_service_address_spaces[1](good).users[1].password: must be a non-empty string" in msg
+    assert "users[2].username: 'good-user' is also the generated messaging user" in msg
+    assert "'fly' is not one of send, recv, view, manage" in msg
+    assert "hush-hush-secret" not in out
+
+
+def users_vars(tmp_path, spaces, **extra):
+    v = {"auth_service_address_spaces": spaces,
+         "auth_service_users_dir": str(tmp_path / "users"),
+         "auth_service_credentials_dir": str(tmp_path / "credentials"),
+         "auth_service_group": grp.getgrgid(os.getgid()).gr_name,
+         "auth_service_pbkdf2_iterations": 10000}
+    v.update(extra)
+    return v
+
+
+def test_users_files_from_generated_and_listed_passwords_idempotent_and_pruned(tmp_path):
+    (tmp_path / "users").mkdir()
+    (tmp_path / "users" / "gone.json").write_text("{}")
+    users_a = [{"username": "app", "password": "app-secret-1"},
+               {"username": "reader", "password": "reader-secret",
+                "authorization": [{"addresses": ["orders/*"], "operations": ["recv"]}]}]
+    spaces = [{"address_space": "space-a", "users": users_a},
+              {"address_space": "space-b", "messaging_user": False,
+               "users": [{"username": "app", "password": "app-secret-2"}]}]
+    out, results = play(tmp_path, "users.yml", users_vars(tmp_path, spaces))
+    assert not failed(results), failed(results)
+    for secret in ("app-secret-1", "app-secret-2", "reader-secret"):
+        assert secret not in out
+    # the generated password: the broker role's file name, created on first use
+    generated = (tmp_path / "credentials" / "space-a-messaging").read_text().split()[0]
+    assert len(generated) == 32 and generated not in out
+    assert not (tmp_path / "credentials" / "space-b-messaging").exists()
+    assert not (tmp_path / "users" / "gone.json").exists()
+    be = backends.UsersFileBackend(str(tmp_path / "users"))
+    assert be.check("space-a", "space-a-user", generated).address_authz == {"*": ["recv", "send"]}
+    assert be.check("space-a", "app", "app-secret-1").address_authz == {"*": ["recv", "send"]}
+    assert be.check("space-a", "reader", "reader-secret").address_authz == {"orders/*": ["recv"]}
+    assert be.check("space-b", "app", "app-secret-2") is not None
+    assert be.check("space-b", "app", "app-secret-1") is None
+    assert be.check("space-b", "space-b-user", generated) is None
+    assert oct(os.stat(str(tmp_path / "users" / "space-a.json")).st_mode & 0o777) == "0o640"
+    before = (tmp_path / "users" / "space-a.json").read_text()
+    assert "app-secret-1" not in before and generated not in before
+
+    # the same input again changes nothing (unchanged passwords keep their hash)
+    out, results = play(tmp_path, "users.yml", users_vars(tmp_path, spaces))
+    assert not failed(results) and changed(results) == [], changed(results)
+    assert (tmp_path / "users" / "space-a.json").read_text() == before
+
+    # a changed password rewrites that file only; a removed space loses its file
+    spaces[0]["users"][0]["password"] = "app-secret-3"
+    out, results = play(tmp_path, "users.yml", users_vars(tmp_path, spaces[:1]))
+    assert not failed(results)
+    assert be.check("space-a", "app", "app-secret-3") is not None
+    assert be.check("space-a", "space-a-user", generated) is not None
+    assert not (tmp_path / "users" / "space-b.json").exists()
+
+
+def test_users_file_filter_keeps_hashes_only_for_unchanged_passwords():
+    space = {"address_space": "s", "users": [{"username": "u", "password": "p1"}]}
+    first = flt.auth_service_users_file(space, generated_password="g", iterations=10000)
+    again = flt.auth_service_users_file(space, generated_password="g", previous=first, iterations=10000)
+    assert again == first
+    space["users"][0]["password"] = "p2"
+    changed_doc = flt.auth_service_users_file(space, generated_password="g", previous=first, iterations=10000)
+    assert changed_doc["users"]["s-user"] == first["users"]["s-user"]
+    assert changed_doc["users"]["u"]["password"] != first["users"]["u"]["password"]
+    more = flt.auth_service_users_file(space, generated_password="g", previous=first, iterations=20000)
+    assert more["users"]["s-user"]["password"].startswith("pbkdf2-sha256$20000$")
+    from ansible.errors import AnsibleFilterError
+    with pytest.raises(AnsibleFilterError, match="iterations"):
+        flt.auth_service_users_file(space, iterations=0)
