@@ -61,8 +61,16 @@ options:
         Without the file, the catalogue is the default one (EnMasse's example plans and the collection's
         additions).
     type: path
+  infrastructure_file:
+    description:
+      - Standard address spaces only. The file that describes the routers, the broker pool and the auth service
+        of this control host (written by C(playbooks/site.yml) on the first host of the group C(routers)).
+      - Defaults to C(/etc/enmasse-messaging/standard.json).
+    type: path
 notes:
   - Run the task on the broker host (C(delegate_to)); management listens there only.
+  - For a standard address space, run it on the control host (the first router), where the routers' management
+    listens and the file named by O(infrastructure_file) is.
 '''
 
     # The plan modules: where the catalogue is, where the spaces that use it are.

@@ -22,6 +22,7 @@ CONNECTION_ARGS = dict(
     ledger_path=dict(type="path"),
     timeout=dict(type="int"),
     catalogue_path=dict(type="path"),
+    infrastructure_file=dict(type="path"),
 )
 
 # the options of the plan modules (no address space, so no connection)

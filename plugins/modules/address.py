@@ -326,6 +326,7 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.errors import Co
 from ansible_collections.enmasse.messaging.plugins.module_utils.input_files import read_addresses_file
 from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import load_catalogue
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import address_inputs, check_space_name
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as standard
 
 # The string options are raw and the model checks them (model/types.py): a
 # type=str option would turn ``address: yes`` into 'True'. The sub-options of
@@ -375,6 +376,10 @@ def converge(module):
     present, absent, errors, positions = address_inputs(p, p["address_space"])
     if errors:
         raise ValidationError(errors)
+    report = p["return_addresses"] or ("changed" if p["addresses"] is not None else "all")
+    if standard.is_standard(p, p["address_space"]):
+        return standard.module_addresses(p, present, absent, positions, module.check_mode,
+                                         runner.secret_hider(module), report)
     conn, ledger, space, service = open_space(p, p["address_space"], runner.secret_hider(module))
     if not space["plan"]:
         raise ConfigError(
@@ -382,7 +387,6 @@ def converge(module):
             "(which records it in the ledger %s) or add plan to the connection file %s"
             % (space["name"], conn["ledger_path"], conn["connection_file"]))
     unused, catalogue = load_catalogue(p, conn)
-    report = p["return_addresses"] or ("changed" if p["addresses"] is not None else "all")
     return converge_addresses(service, ledger, space, catalogue, present, absent, prune=p["prune"], force=p["force"],
                               check_mode=module.check_mode, report=report, positions=positions)
 

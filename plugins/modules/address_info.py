@@ -79,6 +79,7 @@ from ansible_collections.enmasse.messaging.plugins.module_utils import args, run
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import address_info, open_space
 from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import load_catalogue
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import check_space_name
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as standard
 
 OPTIONS = dict(
     args.ADDRESS_SPACE_ARG,
@@ -90,6 +91,8 @@ OPTIONS = dict(
 def info(module):
     p = module.params
     check_space_name(p["address_space"])
+    if standard.is_standard(p, p["address_space"]):
+        return standard.module_address_info(p, runner.secret_hider(module))
     conn, ledger, space, service = open_space(p, p["address_space"], runner.secret_hider(module))
     unused, catalogue = load_catalogue(p, conn)
     addresses = address_info(service, ledger, catalogue, p["addresses"], p["include_unowned"])

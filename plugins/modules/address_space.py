@@ -159,6 +159,7 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.servic
     load_catalogue, register_space, registration_needed, unregister_space)
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ValidationError
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import SPACE_FIELDS, space_input, space_params_errors
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as standard
 
 # name, type and plan are raw: the model checks they are strings (type=str
 # would turn ``yes`` into 'True'). authentication_service has no declared
@@ -185,6 +186,8 @@ def converge(module):
     errs = space_params_errors(p)
     if errs:
         raise ValidationError(errs)
+    if standard.is_standard(p, p["name"], p.get("type") if p["state"] == "present" else None):
+        return standard.module_space(p, module.check_mode, runner.secret_hider(module))
     # state=present checks the (desired) type itself: it may differ from the recorded one
     conn, ledger, space, service = open_space(p, p["name"], runner.secret_hider(module),
                                               supported_only=p["state"] == "absent")

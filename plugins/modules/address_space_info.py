@@ -83,12 +83,15 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.args import CONN
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import open_space, space_info, space_result
 from ansible_collections.enmasse.messaging.plugins.module_utils.connection import connection_file_path, read_connection_file
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import check_space_name
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as standard
 
 
 def info(module):
     p = module.params
     name = p["name"]
     check_space_name(name, "name")
+    if standard.is_standard(p, name):
+        return standard.module_space_info(p, runner.secret_hider(module))
     explicit = any(p.get(k) is not None for k in CONNECTION_ARGS)
     path = connection_file_path(p, name)
     if not explicit and read_connection_file(path) is None:

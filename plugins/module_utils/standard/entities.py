@@ -1,0 +1,179 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A standard address space as router entities and broker addresses.
+
+The one mapping of the model onto qdrouterd (docs/standard-spaces.md). Pure:
+no I/O. Every router of the mesh carries the same entities; every name starts
+with ``enmasse/`` (the collection owns exactly those).
+
+Per space S (clients connect to the space's listener; inside the router every
+address of S is ``S/<address>``: the listener is ``multiTenant`` and pinned to
+the vhost S by ``policyVhost``, so no client can choose another space):
+
+* vhost ``S`` (policy), authServicePlugin ``enmasse/S/auth`` (realm S),
+  listener ``enmasse/S/amqp`` (SASL PLAIN relayed to the auth service)
+* anycast X      address prefix S/X, balanced
+* multicast X    address prefix S/X, multicast
+* queue X        address prefix S/X, balanced, waypoint; per broker b holding a
+                 partition an autoLink pair to b (``in``: broker -> router,
+                 ``out``: router -> broker); broker: ANYCAST queue ``S/X``
+* deadletter X   like a queue, on every broker of the pool (dead letters stay
+                 on the broker where they died)
+* topic X        linkRoute pair, prefix S/X, to the broker that holds it;
+                 broker: MULTICAST address ``S/X``
+* subscription N linkRoute ``out`` for ``S/T::N`` (T its topic) to T's broker,
+                 rewritten to ``S/T::S/N`` on the way to the broker (its
+                 queue is ``S/N``: queue names are per broker and spaces share
+                 brokers). The router strips ``delExternalPrefix`` only from
+                 a longer address, so it is ``S/T::`` and the add prefix
+                 ``S/T::S/``
+* a draining broker (queue moved by a plan change) keeps only its ``in``
+  autoLink (the router pulls the rest) until the queue is empty.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+PREFIX = "enmasse/"
+BROKER_CONNECTOR = PREFIX + "broker/"
+
+# router entity kinds (the router client maps them to the full type names)
+VHOST = "vhost"
+AUTH_PLUGIN = "authServicePlugin"
+LISTENER = "listener"
+CONNECTOR = "connector"
+ADDRESS = "address"
+AUTOLINK = "autoLink"
+LINKROUTE = "linkRoute"
+
+ROUTER_ONLY_TYPES = ("anycast", "multicast")
+QUEUE_LIKE = ("queue", "deadletter")
+
+
+def space_prefix(space):
+    """The prefix of every entity name of address space ``space``."""
+    return "%s%s/" % (PREFIX, space)
+
+
+def internal(space, address):
+    """The address inside the router and on the brokers: ``S/<address>``."""
+    return "%s/%s" % (space, address)
+
+
+def connector_name(broker):
+    return BROKER_CONNECTOR + broker
+
+
+def entity(kind, **attrs):
+    out = {"type": kind}
+    out.update(attrs)
+    return out
+
+
+def space_entities(space, port, auth, bind_host="0.0.0.0", max_connections=None, anonymous=False):
+    """The entities of the space itself: vhost, auth plugin, listener.
+    ``auth``: {host, port} of the auth service. ``anonymous``: the space's
+    authentication service is of type ``none`` (EnMasse's): no SASL, anyone
+    who reaches the port is a client of the space."""
+    pre = space_prefix(space)
+    group = {"users": "*", "remoteHosts": "*", "sources": "*", "targets": "*",
+             "allowDynamicSource": True, "allowAnonymousSender": True, "allowWaypointLinks": True,
+             "allowDynamicLinkRoutes": True, "allowAdminStatusUpdate": True}
+    vhost = {"hostname": space, "allowUnknownUser": True, "groups": {"$default": group}}
+    if max_connections:
+        vhost["maxConnections"] = int(max_connections)
+    if anonymous:
+        return {
+            pre + "vhost": entity(VHOST, **vhost),
+            pre + "amqp": entity(LISTENER, host=bind_host, port=str(port), role="normal", multiTenant=True,
+                                 policyVhost=space, authenticatePeer=False, saslMechanisms="ANONYMOUS"),
+        }
+    return {
+        pre + "vhost": entity(VHOST, **vhost),
+        pre + "auth": entity(AUTH_PLUGIN, host=auth["host"], port=str(auth["port"]), realm=space),
+        pre + "amqp": entity(LISTENER, host=bind_host, port=str(port), role="normal", multiTenant=True,
+                             policyVhost=space, authenticatePeer=True, saslMechanisms="PLAIN",
+                             saslPlugin=pre + "auth"),
+    }
+
+
+def connector_entities(brokers):
+    """A route-container connector from every router to every pool broker.
+    ``brokers``: [{name, host, amqp_port, user, password}]."""
+    out = {}
+    for b in brokers:
+        attrs = {"host": b["host"], "port": str(b["amqp_port"]), "role": "route-container"}
+        if b.get("user"):
+            attrs.update(saslUsername=b["user"], saslPassword=b.get("password") or "", saslMechanisms="PLAIN")
+        out[connector_name(b["name"])] = entity(CONNECTOR, **attrs)
+    return out
+
+
+SECRET_ATTRIBUTES = ("saslPassword",)
+
+
+def address_entities(space, address, homes=(), draining=(), topic_homes=()):
+    """The router entities of one placed address (a plain address dict).
+    ``homes``: the brokers that hold it; ``draining``: old brokers being
+    emptied; ``topic_homes``: for a subscription, its topic's brokers."""
+    pre = space_prefix(space)
+    name = address["address"]
+    atype = address["type"]
+    inside = internal(space, name)
+    out = {}
+    if atype in ROUTER_ONLY_TYPES:
+        dist = "balanced" if atype == "anycast" else "multicast"
+        out[pre + "address/" + name] = entity(ADDRESS, prefix=inside, distribution=dist)
+    elif atype in QUEUE_LIKE:
+        out[pre + "address/" + name] = entity(ADDRESS, prefix=inside, distribution="balanced", waypoint=True)
+        for b in homes:
+            for direction in ("in", "out"):
+                out["%sautolink/%s/%s/%s" % (pre, b, direction, name)] = entity(
+                    AUTOLINK, address=inside, direction=direction, connection=connector_name(b))
+        for b in draining:
+            if b in homes:
+                continue
+            out["%sautolink/%s/in/%s" % (pre, b, name)] = entity(
+                AUTOLINK, address=inside, direction="in", connection=connector_name(b))
+    elif atype == "topic":
+        for b in homes[:1]:
+            for direction in ("in", "out"):
+                out["%slinkroute/%s/%s" % (pre, direction, name)] = entity(
+                    LINKROUTE, prefix=inside, direction=direction, connection=connector_name(b))
+    elif atype == "subscription":
+        topic = address.get("topic")
+        fqqn = "%s::%s" % (internal(space, topic), name)
+        for b in (topic_homes or homes)[:1]:
+            out["%slinkroute/out/%s::%s" % (pre, topic, name)] = entity(
+                LINKROUTE, prefix=fqqn, direction="out", connection=connector_name(b),
+                delExternalPrefix="%s::" % internal(space, topic),
+                addExternalPrefix="%s::%s/" % (internal(space, topic), space))
+    return out
+
+
+def broker_address(space, address):
+    """The address as the pool broker holds it: names (and the names it
+    refers to) prefixed with ``S/``."""
+    out = copy.deepcopy(address)
+    out["address"] = internal(space, address["address"])
+    for key in ("topic", "deadletter", "expiry"):
+        if out.get(key):
+            out[key] = internal(space, out[key])
+    return out
+
+
+def owned(name, space=None):
+    """Whether an entity name is the collection's (of ``space`` when given;
+    broker connectors belong to the infrastructure, not to a space)."""
+    if space is None:
+        return name.startswith(PREFIX)
+    return name.startswith(space_prefix(space))
+
+
+def secret_free(ent):
+    """An entity without its secrets (for diffs and results)."""
+    return dict((k, ("********" if k in SECRET_ATTRIBUTES else v)) for k, v in ent.items())

@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The standard infrastructure a control host manages: its routers, the
+broker pool, the auth service (the file site.yml writes,
+``/etc/enmasse-messaging/standard.json``), and the ledger of each standard
+address space (what the collection owns, the space's port, each stored
+address's brokers). No Ansible imports."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import glob
+import json
+import os
+
+from ansible_collections.enmasse.messaging.plugins.module_utils import files as _files
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.ledger import Ledger
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError
+from ansible_collections.enmasse.messaging.plugins.module_utils.redact import url_password
+
+DEFAULT_INFRA_FILE = "/etc/enmasse-messaging/standard.json"
+DEFAULT_LEDGER_DIR = "/var/lib/enmasse-messaging/standard"
+DEFAULT_PORT_RANGE = (5700, 5799)
+REQUIRED = ("management_url", "routers", "brokers", "auth_service")
+BROKER_KEYS = ("name", "host", "amqp_port", "management_url", "management_user", "management_password",
+               "broker_name")
+
+
+def load_infra(path):
+    """The standard infrastructure file as a dict with every key checked;
+    a ConfigError names the file, the key and what is wrong."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (IOError, OSError) as e:
+        if getattr(e, "errno", None) == 2:
+            raise ConfigError("infrastructure_file: %s does not exist: standard address spaces need routers "
+                              "(deploy them with playbooks/site.yml and a `routers` group, which writes it)" % path)
+        raise ConfigError("cannot read the infrastructure file %s: %s" % (path, e))
+    except ValueError as e:
+        raise ConfigError("the infrastructure file %s is not valid JSON: %s" % (path, e))
+    if not isinstance(data, dict):
+        raise ConfigError("the infrastructure file %s must hold a JSON object" % path)
+    errs = ["%s: missing %s" % (path, k) for k in REQUIRED if not data.get(k)]
+    for i, b in enumerate(data.get("brokers") or []):
+        missing = [k for k in BROKER_KEYS if not isinstance(b, dict) or b.get(k) in (None, "")]
+        if missing:
+            errs.append("%s: brokers[%d] lacks %s" % (path, i, ", ".join(missing)))
+    for i, r in enumerate(data.get("routers") or []):
+        if not isinstance(r, dict) or not r.get("id"):
+            errs.append("%s: routers[%d] needs an id" % (path, i))
+    auth = data.get("auth_service") or {}
+    if data.get("auth_service") and (not auth.get("host") or not auth.get("port")):
+        errs.append("%s: auth_service needs host and port" % path)
+    if errs:
+        raise ConfigError(errs)
+    rng = data.get("port_range") or DEFAULT_PORT_RANGE
+    out = dict(data)
+    out["path"] = path
+    out["port_range"] = (int(rng[0]), int(rng[1]))
+    out.setdefault("ledger_dir", DEFAULT_LEDGER_DIR)
+    out.setdefault("bind_host", "0.0.0.0")
+    out.setdefault("timeout", 60)
+    return out
+
+
+def infra_secrets(infra):
+    """Every secret of the infrastructure (masked in any module output)."""
+    out = []
+    for b in infra.get("brokers") or []:
+        for key in ("management_password", "password"):
+            if b.get(key):
+                out.append(b[key])
+        if url_password(b.get("management_url")):
+            out.append(url_password(b.get("management_url")))
+    return out
+
+
+class SpaceLedger(Ledger):
+    """A standard space's ledger: the owned addresses plus where each stored
+    address lives (``homes``: address -> {brokers, draining})."""
+
+    def __init__(self, path, data=None):
+        super(SpaceLedger, self).__init__(path, data)
+        self.homes = dict((data or {}).get("homes") or {})
+
+    def as_dict(self):
+        out = super(SpaceLedger, self).as_dict()
+        out["homes"] = self.homes
+        return out
+
+    def remove(self):
+        super(SpaceLedger, self).remove()
+        self.homes = {}
+
+
+def ledger_path(infra, space):
+    return os.path.join(infra["ledger_dir"], "%s.json" % space)
+
+
+def load_ledger(infra, space):
+    return SpaceLedger.load(ledger_path(infra, space))
+
+
+def other_ports(infra, space):
+    """The listener ports the other standard spaces of this infrastructure hold."""
+    used = {}
+    for path in glob.glob(os.path.join(infra["ledger_dir"], "*.json")):
+        name = os.path.basename(path)[:-len(".json")]
+        if name == space:
+            continue
+        try:
+            led = SpaceLedger.load(path)
+        except Exception:  # pylint: disable=broad-except
+            continue  # an unreadable ledger of another space holds no port we can know
+        port = (led.space or {}).get("port")
+        if port:
+            used[int(port)] = name
+    return used
+
+
+def allocate_port(infra, space):
+    lo, hi = infra["port_range"]
+    used = other_ports(infra, space)
+    for port in range(lo, hi + 1):
+        if port not in used:
+            return port
+    raise ConfigError("port_range %d-%d of %s is full: every port is held by a standard address space (%s); "
+                      "widen router_space_port_range" % (lo, hi, infra["path"], ", ".join(sorted(used.values()))))
+
+
+def write_connection_file(path, data):
+    err = _files.writable_error(path, "connection file")
+    if err:
+        raise ConfigError(err)
+    _files.write_json(path, data, 0o640, ".enmasse-conn-")

@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The routers of a standard infrastructure as the standard service uses
+them: one management session to the control host's router (every other
+router through the mesh), the owned entities of the reachable routers, the
+diff and the apply. Thin over ``router.client``/``reader``/``diff``/``apply``."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.router import apply as _apply
+from ansible_collections.enmasse.messaging.plugins.module_utils.router import client as _client
+from ansible_collections.enmasse.messaging.plugins.module_utils.router import diff as _diff
+from ansible_collections.enmasse.messaging.plugins.module_utils.router import reader as _reader
+
+
+def open_session(infra):
+    return _client.ManagementSession(infra["management_url"], timeout=infra.get("timeout") or 60)
+
+
+def read(session, router_ids, prefixes):
+    """({router: {name: entity}}, {router: {name: status}}) for the owned
+    entities whose names start with one of ``prefixes``; a router that is
+    not in the mesh now is ``None`` in the first (unreachable)."""
+    mesh = set(session.routers())
+    reachable = [r for r in router_ids if r in mesh]
+    live, status = _reader.read_owned(session, reachable, check=False) if reachable else ({}, {})
+    out_live, out_status = {}, {}
+    for r in router_ids:
+        if r not in mesh:
+            out_live[r], out_status[r] = None, {}
+            continue
+        keep = [n for n in live.get(r, {}) if any(n.startswith(p) for p in prefixes)]
+        out_live[r] = dict((n, live[r][n]) for n in keep)
+        out_status[r] = dict((n, status[r][n]) for n in keep if n in status.get(r, {}))
+    return out_live, out_status
+
+
+def diff(desired, live):
+    """The change set from ``live`` to ``desired`` on the reachable routers
+    (owned entities in ``live`` that are not desired are deleted)."""
+    return _diff.plan_changes(dict((r, d) for r, d in desired.items() if live.get(r) is not None),
+                              dict((r, v) for r, v in live.items() if v is not None))
+
+
+def apply(session, changes):
+    """Apply; returns {"<router>/<name>": error} for what failed."""
+    res = _apply.apply_changes(session, changes)
+    errors = dict(("%s/%s" % (f["router"], f["name"]), f["error"]) for f in res["failed"])
+    errors.update(("%s/%s" % (s["router"], s["name"]), "skipped: %s" % s["reason"]) for s in res["skipped"])
+    return errors
+
+
+def changed_names(changes):
+    return set(c.name for c in changes)
+
+
+def summary(changes):
+    return changes.summary()
+
+
+def diff_views(changes):
+    d = changes.diff()
+    return (dict(("router %s" % r, v) for r, v in d["before"].items()),
+            dict(("router %s" % r, v) for r, v in d["after"].items()))
+
+
+def created(changes):
+    """{router: number of entities created}."""
+    out = {}
+    for c in changes:
+        if c.op == _diff.CREATE:
+            out[c.router] = out.get(c.router, 0) + 1
+    return out

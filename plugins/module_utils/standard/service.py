@@ -1,0 +1,729 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Service for standard address spaces: a mesh of qdrouterd routers in front
+of a pool of Artemis brokers (docs/standard-spaces.md).
+
+One call converges routers and brokers together: validate everything first
+(nothing is touched on bad input), place the stored addresses on the pool
+(``model.placement``: partitions, first-fit, quota -> Pending, stable homes,
+drain on plan change), read the live routers (``router.reader``, all in
+parallel over one pipelined management connection) and brokers
+(``artemis.reader``), diff both, apply (brokers first: a queue exists before
+its autoLinks attach), record in the space's ledger, report status read from
+the routers (autoLink/linkRoute ``operStatus`` on every router) and brokers.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import time
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import apply as _artemis_apply
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as _artemis_client
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import reader as _artemis_reader
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.diff import messages_held, plan_changes
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.reader import (
+    PHASE_ACTIVE, PHASE_CONFIGURING, PHASE_DELETED, PHASE_PENDING)
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.settings import (
+    artemis_settings, clean_address, desired_view)
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ClientError, ServiceError
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import names as _names
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import placement as _placement
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import validation as _validation
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as _ent
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as _infra
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import routers as _routers
+
+STORED = ("queue", "topic", "subscription", "deadletter")
+READY_WAIT = 15.0
+
+
+class StandardService(object):
+    """The routers and the broker pool of one standard infrastructure."""
+
+    def __init__(self, infra):
+        self.infra = infra
+        self.router_ids = [r["id"] for r in infra["routers"]]
+        # routers sharing one host (tests, a lab) listen on port + port_offset
+        self.port_offsets = dict((r["id"], int(r.get("port_offset") or 0)) for r in infra["routers"])
+        self.broker_names = [b["name"] for b in infra["brokers"]]
+        self.brokers = dict((b["name"], b) for b in infra["brokers"])
+        self._clients = {}
+
+    # ----------------------------------------------------------- brokers
+    def jolokia(self, name):
+        if name not in self._clients:
+            b = self.brokers[name]
+            self._clients[name] = _artemis_client.JolokiaClient(
+                b["management_url"], b["management_user"], b["management_password"],
+                origin=b.get("management_origin") or "http://localhost", timeout=self.infra["timeout"])
+        return self._clients[name]
+
+    def read_brokers(self, space):
+        """{broker: {internal name: live entry}} for the space's names on every pool broker."""
+        prefix = _ent.internal(space, "")
+        out = {}
+        for name in self.broker_names:
+            b = self.brokers[name]
+            try:
+                unused, live = _artemis_reader.read_live(self.jolokia(name), b["broker_name"])
+            except (ServiceError, ClientError) as e:
+                raise ServiceError("broker %r of the pool: %s" % (name, e))
+            out[name] = dict((n, e) for n, e in live.items() if n.startswith(prefix))
+        return out
+
+    # ----------------------------------------------------------- routers
+    def per_router(self, desired):
+        """{router: desired}: the same entities everywhere, the space
+        listeners on each router's port (port + the router's port_offset)."""
+        out = {}
+        for rid in self.router_ids:
+            off = self.port_offsets.get(rid, 0)
+            if not off:
+                out[rid] = desired
+                continue
+            mine = dict(desired)
+            for name, ent in desired.items():
+                if ent["type"] == _ent.LISTENER:
+                    mine[name] = dict(ent, port=str(int(ent["port"]) + off))
+            out[rid] = mine
+        return out
+
+    def session(self):
+        return _routers.open_session(self.infra)
+
+    def read_routers(self, session, space):
+        return _routers.read(session, self.router_ids, [_ent.space_prefix(space), _ent.BROKER_CONNECTOR])
+
+
+# ------------------------------------------------------------------ opening
+
+def open_space(params, space_name, hide=None):
+    infra = _infra.load_infra(params.get("infrastructure_file") or _infra.DEFAULT_INFRA_FILE)
+    if hide is not None:
+        hide(_infra.infra_secrets(infra))
+    ledger = _infra.load_ledger(infra, space_name)
+    return infra, ledger, StandardService(infra)
+
+
+def space_of(ledger, name):
+    rec = ledger.space or {}
+    return {"name": name, "type": "standard", "plan": rec.get("plan")}
+
+
+# ------------------------------------------------------------------ the desired state
+
+def anonymous(record):
+    """EnMasse's authentication service type ``none``: no authentication."""
+    return ((record or {}).get("authentication_service") or {}).get("type") == "none"
+
+
+def space_level(service, space, port, record=None):
+    desired = _ent.connector_entities(service.infra["brokers"])
+    desired.update(_ent.space_entities(space, port, service.infra["auth_service"],
+                                       bind_host=service.infra["bind_host"], anonymous=anonymous(record)))
+    return desired
+
+
+def placement_for(service, space, splan, addresses, catalogue, ledger, live_brokers):
+    """Where every stored address lives: (homes {name: [brokers]}, draining
+    {name: [brokers]}, pending {name: reason}, released [(name, broker)])."""
+    existing = [a for a in addresses if a["address"] in ledger.addresses
+                and (ledger.homes.get(a["address"]) or {}).get("placed")]
+    new = [a for a in addresses if a not in existing]
+    ordered = existing + new
+    current = dict((n, list(h.get("brokers") or [])) for n, h in ledger.homes.items())
+    plans = dict((n, a.get("plan")) for n, a in ledger.addresses.items())
+    items = []
+    for item in _validation.placement_items([a for a in ordered if a["type"] != "deadletter"], catalogue,
+                                            current_placement=current, current_plans=plans):
+        items.append(item)
+    limits = splan.get("resource_limits") or {}
+    res = _placement.place(items, brokers=list(service.broker_names), limits=limits)
+    homes, pending, draining = {}, {}, {}
+    kept_existing = set(a["address"] for a in existing)
+    for name, reason in res.pending.items():
+        if name in kept_existing and not current.get(name):
+            homes[name] = []  # a router-only address that exists is never evicted
+            continue
+        pending[name] = "%s: address space %r plan %r" % (reason, space, splan.get("name")) \
+            if reason == _placement.QUOTA_EXCEEDED else reason
+    for name, brokers in res.assignments.items():
+        unknown = [b for b in brokers if b not in service.brokers]
+        if unknown:
+            pending[name] = ("no broker of the pool has room for it (the placement needs %d more broker(s); "
+                             "the pool has %s): add a broker to the group brokers"
+                             % (len(unknown), ", ".join(service.broker_names)))
+            continue
+        homes[name] = list(brokers)
+    for a in ordered:
+        if a["type"] == "deadletter":
+            homes[a["address"]] = list(service.broker_names)
+    # draining: old homes from before (kept until their queue is empty)
+    released = []
+    for name, h in ledger.homes.items():
+        old = list(h.get("draining") or []) + list(res.draining.get(name) or [])
+        if name not in homes:
+            continue
+        left = []
+        for b in old:
+            if b in homes[name] or b not in service.brokers:
+                continue
+            entry = (live_brokers.get(b) or {}).get(_ent.internal(space, name))
+            if entry is not None and entry.get("message_count", 0) > 0:
+                left.append(b)
+            else:
+                released.append((name, b))
+        if left:
+            draining[name] = sorted(set(left))
+    return homes, draining, pending, released
+
+
+def desired_routers(service, space, port, addresses, homes, draining, record=None):
+    desired = space_level(service, space, port, record)
+    for a in addresses:
+        name = a["address"]
+        if name not in homes:
+            continue
+        topic_homes = homes.get(a.get("topic")) or [] if a["type"] == "subscription" else ()
+        desired.update(_ent.address_entities(space, a, homes[name], draining.get(name, ()), topic_homes))
+    return desired
+
+
+def desired_brokers(service, space, addresses, homes, draining):
+    """{broker: [broker-side plain addresses]}."""
+    out = dict((b, []) for b in service.broker_names)
+    for a in addresses:
+        name = a["address"]
+        for b in list(homes.get(name) or []) + list(draining.get(name) or []):
+            if b in out:
+                out[b].append(_ent.broker_address(space, a))
+    return out
+
+
+def owned_on_brokers(service, space, ledger):
+    out = dict((b, {}) for b in service.broker_names)
+    for name, a in ledger.addresses.items():
+        h = ledger.homes.get(name) or {}
+        for b in list(h.get("brokers") or []) + list(h.get("draining") or []):
+            if b in out:
+                out[b][_ent.internal(space, name)] = _ent.broker_address(space, a)
+    return out
+
+
+# ------------------------------------------------------------------ converge addresses
+
+def broker_changes(service, space, catalogue, want, owned, live, force):
+    """Per broker: the artemis change set from its live state to ``want``."""
+    out = {}
+    held = []
+    for b in service.broker_names:
+        present = want.get(b) or []
+        names = set(a["address"] for a in present)
+        deletes = sorted(n for n in owned.get(b, {}) if n not in names)
+        # an owned address on the broker that the ledger forgot is left alone
+        wanted = dict((a["address"], artemis_settings(a, catalogue)) for a in present)
+        had = dict((n, artemis_settings(owned[b][n], catalogue)) for n in list(wanted) + deletes if n in owned[b])
+        lv = live.get(b) or {}
+        need = [n for n in list(wanted) + deletes if n in lv and (wanted.get(n) or had.get(n))]
+        client = service.jolokia(b)
+        merged = _artemis_reader.read_settings(client, service.brokers[b]["broker_name"], need) if need else {None: {}}
+        ch = plan_changes(present, deletes, lv, owned[b], merged, catalogue,
+                          _artemis_client.broker_mbean(service.brokers[b]["broker_name"]), merged.get(None),
+                          wanted, had)
+        if not force:
+            msgs = messages_held(ch.removing, lv)
+            if msgs:
+                held.extend("broker %r: %s" % (b, m) for m in (msgs if isinstance(msgs, list) else [msgs]))
+        out[b] = ch
+    if held:
+        raise ServiceError(held)
+    return out
+
+
+def _validate(space, catalogue, present, absent, ledger, prune, positions):
+    owned = dict(ledger.addresses)
+    names = set(a.get("address") for a in present if isinstance(a, dict))
+    errs = []
+    for i, name in enumerate(absent):
+        errs.extend(_names.address_name_errors(name, "absent[%d]" % i))
+        if name in names:
+            errs.append("absent[%d]: %r is listed both as present and as absent" % (i, name))
+    absent_set = set(absent)
+    deletes = [n for n in sorted(absent_set) if n in owned]
+    if prune:
+        deletes.extend(n for n in sorted(owned) if n not in names and n not in absent_set)
+    current = dict((n, a) for n, a in owned.items() if n not in set(deletes))
+    errs.extend(_validation.validate_addresses(space, present, catalogue, current=current, check_quota=False,
+                                               positions=positions))
+    gone = set(deletes)
+    for n in deletes:
+        for other, a in owned.items():
+            if other not in gone and a.get("type") == "subscription" and a.get("topic") == n:
+                errs.append("absent: topic %r cannot be deleted while its subscription %r stays" % (n, other))
+    if errs:
+        raise ServiceError(errs)
+    return deletes
+
+
+def converge_addresses(service, ledger, space, catalogue, present, absent, prune=False, force=False,
+                       check_mode=False, report="all", positions=None):
+    """Converge the addresses of a standard space on its routers and brokers."""
+    splan = catalogue.address_space_plan(space["plan"])
+    if splan is None:
+        raise ServiceError(_validation.space_plan_missing(space, catalogue))
+    port = (ledger.space or {}).get("port")
+    if not port:
+        raise ServiceError("address space %r has no listener yet: converge it with enmasse.messaging.address_space "
+                           "(type standard) first" % space["name"])
+    deletes = _validate(space, catalogue, present, absent, ledger, prune, positions)
+    present = [clean_address(a) for a in present]
+    name_s = space["name"]
+    listed = set(a["address"] for a in present)
+    # the whole space after the change: the listed addresses plus the owned ones that stay
+    kept = [ledger.addresses[n] for n in sorted(ledger.addresses) if n not in listed and n not in set(deletes)]
+    whole = present + [clean_address(a) for a in kept]
+    live_brokers = service.read_brokers(name_s)
+    homes, draining, pending, released = placement_for(service, name_s, splan, whole, catalogue, ledger, live_brokers)
+    with service.session() as session:
+        live_routers, router_status = service.read_routers(session, name_s)
+        desired = desired_routers(service, name_s, port, whole, homes, draining, ledger.space)
+        desired_all = service.per_router(desired)
+        rchanges = _routers.diff(desired_all, live_routers)
+        want = desired_brokers(service, name_s, whole, homes, draining)
+        owned = owned_on_brokers(service, name_s, ledger)
+        bchanges = broker_changes(service, name_s, catalogue, want, owned, live_brokers, force)
+        new_homes = dict((n, {"brokers": homes.get(n, []), "draining": draining.get(n, []),
+                              "placed": n in homes}) for n in (a["address"] for a in whole))
+        record_changed = (dict((a["address"], a) for a in whole) != ledger.addresses
+                          or new_homes != ledger.homes)
+        changed = rchanges.changed or any(ch.changed for ch in bchanges.values()) or record_changed
+        if changed:
+            ledger.check_writable()
+        errors = {}
+        if changed and not check_mode:
+            # brokers first (a queue exists before its autoLinks attach), routers, then broker deletes
+            for b, ch in bchanges.items():
+                creates = [r for r in ch.requests if not _is_delete(r)]
+                errors.update(_artemis_apply.apply_requests(service.jolokia(b), creates))
+            errors.update(_routers.apply(session, rchanges))
+            for b, ch in bchanges.items():
+                deletes_b = [r for r in ch.requests if _is_delete(r)]
+                errors.update(_artemis_apply.apply_requests(service.jolokia(b), deletes_b))
+            ledger.addresses = dict((a["address"], a) for a in whole)
+            ledger.homes = new_homes
+            ledger.save()
+            if errors:
+                raise ServiceError(["%s" % m for k in sorted(errors) for m in _as_list(errors[k])],
+                                   {"changed": True, "changes": change_summary(rchanges, bchanges, released)})
+            live_routers, router_status = _wait_ready(service, session, name_s, desired)
+            live_brokers = service.read_brokers(name_s) if any(ch.changed for ch in bchanges.values()) \
+                else live_brokers
+    statuses = address_statuses(service, name_s, whole, homes, draining, pending, desired, live_routers,
+                                router_status, live_brokers, applied=check_mode is False)
+    wanted_names = set(a["address"] for a in present)
+    changed_names = set(_changed_addresses(rchanges, bchanges, name_s))
+    out = []
+    for a in whole:
+        n = a["address"]
+        # a Pending address is always reported: it is not there, and why
+        if n not in pending and (report == "none" or (report == "changed" and n not in changed_names)
+                                 or (report == "all" and n not in wanted_names)):
+            continue
+        view = desired_view(a, catalogue)
+        view["status"] = statuses[n]
+        out.append(view)
+    for n in absent:
+        if report == "none":
+            continue
+        out.append({"address": n, "status": {"ready": False, "phase": PHASE_DELETED, "messages": []}})
+    result = {"changed": changed, "addresses": out, "changes": change_summary(rchanges, bchanges, released),
+              "diff": {"before": dict((n, desired_view(ledger_before, catalogue)) for n, ledger_before in []),
+                       "after": {}}}
+    result["diff"] = address_diff(rchanges, bchanges, name_s)
+    warnings = ["address %r is Pending: %s" % (n, r) for n, r in sorted(pending.items())]
+    skipped = [n for n in absent if n not in ledger.addresses and n not in set(deletes)]
+    if skipped:
+        warnings.append("not deleted, not owned by this collection: %s" % ", ".join(skipped))
+    if warnings:
+        result["warnings"] = warnings
+    return result
+
+
+def _as_list(v):
+    return v if isinstance(v, list) else [v]
+
+
+def _is_delete(phase_name_request):
+    req = phase_name_request[2]
+    op = req.get("operation") or ""
+    return op.startswith("deleteAddress") or op.startswith("destroyQueue") or op.startswith("removeAddressSettings")
+
+
+def _wait_ready(service, session, space, desired, timeout=READY_WAIT):
+    """Re-read the routers until every autoLink/linkRoute of the space is
+    active on every router, or ``timeout`` (links attach asynchronously)."""
+    links = [n for n, e in desired.items() if e["type"] in (_ent.AUTOLINK, _ent.LINKROUTE)]
+    deadline = time.time() + timeout
+    while True:
+        live, status = service.read_routers(session, space)
+        inactive = [(r, n) for r in service.router_ids for n in links
+                    if (status.get(r) or {}).get(n, {}).get("operStatus") != "active"]
+        if not inactive or time.time() > deadline:
+            return live, status
+        time.sleep(0.5)
+
+
+def address_statuses(service, space, addresses, homes, draining, pending, desired, live_routers, router_status,
+                     live_brokers, applied=True):
+    by_addr = {}
+    for ename, ent in desired.items():
+        for a in addresses:
+            pass
+        by_addr.setdefault(_address_of_entity(space, ename), []).append(ename)
+    out = {}
+    for a in addresses:
+        n = a["address"]
+        if n in pending:
+            out[n] = {"ready": False, "phase": PHASE_PENDING, "messages": [pending[n]], "brokers": [],
+                      "routers": []}
+            continue
+        msgs = []
+        for r in service.router_ids:
+            live = live_routers.get(r)
+            if live is None:
+                msgs.append("router %r is unreachable" % r)
+                continue
+            for ename in by_addr.get(n, []):
+                if ename not in live:
+                    msgs.append("router %r lacks %s" % (r, ename))
+                elif desired[ename]["type"] in (_ent.AUTOLINK, _ent.LINKROUTE):
+                    st = (router_status.get(r) or {}).get(ename, {}).get("operStatus")
+                    if st != "active":
+                        msgs.append("router %r: %s %s is %s" % (r, desired[ename]["type"], ename, st or "unknown"))
+        message_count = 0
+        for b in homes.get(n) or []:
+            entry = (live_brokers.get(b) or {}).get(_ent.internal(space, n))
+            if a["type"] in STORED and a["type"] != "subscription" and entry is None:
+                msgs.append("broker %r lacks %s" % (b, _ent.internal(space, n)))
+            elif entry is not None:
+                message_count += entry.get("message_count", 0)
+        ready = not msgs
+        st = {"ready": ready, "phase": PHASE_ACTIVE if ready else PHASE_CONFIGURING, "messages": msgs,
+              "brokers": list(homes.get(n) or []), "routers": list(service.router_ids)}
+        if a["type"] in STORED:
+            st["message_count"] = message_count
+        if draining.get(n):
+            st["draining"] = list(draining[n])
+            st["messages"] = st["messages"] + ["draining from %s (the old broker keeps only its outgoing link "
+                                               "until it is empty)" % ", ".join(draining[n])]
+        out[n] = st
+    return out
+
+
+def _address_of_entity(space, ename):
+    pre = _ent.space_prefix(space)
+    if not ename.startswith(pre):
+        return None
+    rest = ename[len(pre):]
+    kind, unused, tail = rest.partition("/")
+    if kind == "address":
+        return tail
+    if kind == "autolink":
+        return tail.split("/", 2)[2] if tail.count("/") >= 2 else None
+    if kind == "linkroute":
+        addr = tail.split("/", 1)[1] if "/" in tail else None
+        if addr and "::" in addr:
+            return addr.split("::", 1)[1]
+        return addr
+    return None
+
+
+def _changed_addresses(rchanges, bchanges, space):
+    names = set()
+    for ename in _routers.changed_names(rchanges):
+        a = _address_of_entity(space, ename)
+        if a:
+            names.add(a)
+    pre = _ent.internal(space, "")
+    for ch in bchanges.values():
+        for n in list(ch.created) + list(ch.updated) + list(ch.deleted):
+            names.add(n[len(pre):] if n.startswith(pre) else n)
+    return names
+
+
+def change_summary(rchanges, bchanges, released=()):
+    out = {"routers": _routers.summary(rchanges),
+           "brokers": dict((b, ch.as_dict()) for b, ch in bchanges.items() if ch.changed)}
+    if released:
+        out["released"] = ["%s from %s" % (n, b) for n, b in released]
+    return out
+
+
+def address_diff(rchanges, bchanges, space):
+    before, after = _routers.diff_views(rchanges)
+    for b, ch in bchanges.items():
+        if ch.changed:
+            before["broker " + b] = ch.diff()["before"]
+            after["broker " + b] = ch.diff()["after"]
+    return {"before": before, "after": after}
+
+
+# ------------------------------------------------------------------ address info
+
+def address_info(service, ledger, space, catalogue, names=None):
+    wanted = None if not names else set(names)
+    addrs = [clean_address(ledger.addresses[n]) for n in sorted(ledger.addresses)
+             if wanted is None or n in wanted]
+    homes = dict((n, h.get("brokers") or []) for n, h in ledger.homes.items() if h.get("placed"))
+    draining = dict((n, h.get("draining")) for n, h in ledger.homes.items() if h.get("draining"))
+    pending = dict((n, "not placed: quota exceeded or no broker with room (converge again to retry)")
+                   for n in ledger.addresses if n not in homes)
+    live_brokers = service.read_brokers(space["name"])
+    port = (ledger.space or {}).get("port")
+    with service.session() as session:
+        live_routers, status = service.read_routers(session, space["name"])
+    desired = desired_routers(service, space["name"], port or 0, addrs, homes, draining, ledger.space)
+    st = address_statuses(service, space["name"], addrs, homes, draining, pending, desired, live_routers, status,
+                          live_brokers)
+    out = []
+    for a in addrs:
+        view = desired_view(a, catalogue)
+        view["status"] = st[a["address"]]
+        out.append(view)
+    return out
+
+
+# ------------------------------------------------------------------ the address space
+
+def endpoints(service, port):
+    out = []
+    for r in service.infra["routers"]:
+        out.append({"name": "amqp-%s" % r["id"], "host": r.get("host") or r["id"],
+                    "port": port + int(r.get("port_offset") or 0),
+                    "protocols": ["amqp"]})
+    return out
+
+
+def space_status(service, space, ledger, live_routers, router_status, error=None):
+    msgs = [error] if error else []
+    port = (ledger.space or {}).get("port")
+    names = list(space_level(service, space, port or 0, ledger.space).keys())
+    reachable = []
+    for r in service.router_ids:
+        live = (live_routers or {}).get(r)
+        if live is None:
+            msgs.append("router %r is unreachable" % r)
+            continue
+        reachable.append(r)
+        missing = [n for n in names if n not in live]
+        if missing:
+            msgs.append("router %r lacks %s" % (r, ", ".join(sorted(missing))))
+        for n, st in (router_status.get(r) or {}).items():
+            if n.startswith(_ent.BROKER_CONNECTOR) and st.get("connectionStatus") not in (None, "SUCCESS"):
+                msgs.append("router %r: connector %s is %s" % (r, n, st.get("connectionStatus")))
+    if not ledger.space:
+        phase = PHASE_PENDING
+    elif msgs:
+        phase = PHASE_CONFIGURING if not error else "Failed"
+    else:
+        phase = PHASE_ACTIVE
+    return {"ready": phase == PHASE_ACTIVE, "phase": phase, "messages": msgs,
+            "endpoints": endpoints(service, port) if port else [],
+            "routers": [{"id": r, "reachable": r in reachable} for r in service.router_ids],
+            "brokers": list(service.broker_names)}
+
+
+def converge_space(service, ledger, desired, catalogue, connection_file=None, check_mode=False):
+    name = desired["name"]
+    errs = _validation.validate_address_space(desired, catalogue)
+    old = ledger.space or {}
+    if old.get("type") and old["type"] != desired.get("type"):
+        errs.append("address_space.type: %r cannot change (it is %r); type is immutable: delete the "
+                    "address space and create it again" % (desired.get("type"), old["type"]))
+    if errs:
+        raise ServiceError(errs)
+    if old.get("plan") and old["plan"] != desired["plan"] and ledger.addresses:
+        owned = [ledger.addresses[n] for n in sorted(ledger.addresses)]
+        perrs = _validation.validate_addresses(desired, owned, catalogue, current=dict(ledger.addresses))
+        if perrs:
+            raise ServiceError(["plan change %r -> %r refused: %s" % (old["plan"], desired["plan"], e)
+                                for e in perrs])
+    port = old.get("port") or _infra.allocate_port(service.infra, name)
+    record = dict((k, copy.deepcopy(desired.get(k))) for k in ("name", "type", "plan", "authentication_service")
+                  if desired.get(k) is not None)
+    record["port"] = port
+    with service.session() as session:
+        live, status = service.read_routers(session, name)
+        want = space_level(service, name, port, record)
+        # the space's address entities stay as they are: only the space-level ones are converged here
+        scope = set(want) | set(n for r in live.values() for n in r
+                                if n in (_ent.space_prefix(name) + k for k in ("vhost", "auth", "amqp")))
+        desired_all = service.per_router(want)
+        live_scoped = dict((r, dict((n, e) for n, e in ents.items() if n in scope)) for r, ents in live.items())
+        rchanges = _routers.diff(desired_all, live_scoped)
+        changed = rchanges.changed or record != old
+        if changed:
+            ledger.check_writable()
+        if changed and not check_mode:
+            errors = _routers.apply(session, rchanges)
+            if errors:
+                raise ServiceError(["%s" % m for k in sorted(errors) for m in _as_list(errors[k])])
+            ledger.space = record
+            ledger.save()
+            if connection_file:
+                _infra.write_connection_file(connection_file, connection_data(service, name, record, ledger.path))
+            live, status = service.read_routers(session, name)
+        view = copy.copy(ledger)
+        view.space = record
+        st = space_status(service, name, view, live, status)
+    before = dict(old)
+    return {"changed": changed, "diff": {"before": before, "after": record},
+            "changes": {"routers": _routers.summary(rchanges)},
+            "address_space": space_result(name, record, st)}
+
+
+def connection_data(service, name, record, ledger_path):
+    return {"address_space": name, "type": "standard", "plan": record.get("plan"),
+            "infrastructure_file": service.infra["path"], "ledger_path": ledger_path,
+            "endpoints": endpoints(service, record["port"])}
+
+
+def space_result(name, record, status):
+    out = {"name": name, "type": None, "plan": None, "authentication_service": None, "exists": bool(record)}
+    out.update(record or {})
+    out["status"] = status
+    return out
+
+
+def delete_space(service, ledger, name, catalogue, force=False, check_mode=False, connection_file=None):
+    before = copy.deepcopy(ledger.space) if ledger.space else {}
+    if not ledger.exists:
+        return {"changed": False, "diff": {"before": {}, "after": {}},
+                "address_space": space_result(name, None, {"ready": False, "phase": PHASE_DELETED,
+                                                           "messages": [], "endpoints": []})}
+    ledger.check_writable()
+    live_brokers = service.read_brokers(name)
+    owned = owned_on_brokers(service, name, ledger)
+    bchanges = broker_changes(service, name, catalogue, {}, owned, live_brokers, force)
+    with service.session() as session:
+        live, unused = service.read_routers(session, name)
+        pre = _ent.space_prefix(name)
+        live_space = dict((r, dict((n, e) for n, e in ents.items() if n.startswith(pre))) for r, ents in live.items())
+        rchanges = _routers.diff(dict((r, {}) for r in service.router_ids), live_space)
+        if not check_mode:
+            errors = _routers.apply(session, rchanges)
+            for b, ch in bchanges.items():
+                errors.update(_artemis_apply.apply_requests(service.jolokia(b), ch.requests))
+            if errors:
+                raise ServiceError(["%s" % m for k in sorted(errors) for m in _as_list(errors[k])])
+            ledger.remove()
+            if connection_file:
+                import os
+                if os.path.exists(connection_file):
+                    os.unlink(connection_file)
+    return {"changed": True, "changes": change_summary(rchanges, bchanges),
+            "diff": {"before": dict(before, addresses=sorted(ledger.addresses) if check_mode else []), "after": {}},
+            "address_space": space_result(name, None, {"ready": False, "phase": PHASE_DELETED, "messages": [],
+                                                       "endpoints": []})}
+
+
+def space_info(service, ledger, name):
+    live, status, error = None, {}, None
+    try:
+        with service.session() as session:
+            live, status = service.read_routers(session, name)
+    except (ServiceError, ClientError) as e:
+        error = str(e)
+    st = space_status(service, name, ledger, live or {}, status or {}, error)
+    out = space_result(name, ledger.space, st)
+    if ledger.space:
+        out["owned_addresses"] = len(ledger.addresses)
+    return out
+
+
+# ------------------------------------------------------------------ module flows
+
+def is_standard(params, space_name, type_hint=None):
+    """Whether the modules treat ``space_name`` as a standard space: the task
+    says so (``type``), its connection file says so, or this control host has
+    its standard ledger."""
+    import os
+    from ansible_collections.enmasse.messaging.plugins.module_utils.connection import (
+        connection_file_path, read_connection_file)
+    if type_hint is not None:
+        return type_hint == "standard"
+    data = read_connection_file(connection_file_path(params, space_name)) or {}
+    if data.get("type"):
+        return data["type"] == "standard"
+    path = params.get("infrastructure_file") or _infra.DEFAULT_INFRA_FILE
+    if os.path.exists(path):
+        try:
+            infra = _infra.load_infra(path)
+        except Exception:  # pylint: disable=broad-except
+            return False
+        return os.path.exists(_infra.ledger_path(infra, space_name))
+    return False
+
+
+def catalogue_conn(params, infra):
+    return {"catalogue_path": params.get("catalogue_path") or infra.get("catalogue_path")}
+
+
+def _open(params, name, hide):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import load_catalogue
+    infra, ledger, service = open_space(params, name, hide)
+    store, catalogue = load_catalogue(params, catalogue_conn(params, infra))
+    return infra, ledger, service, store, catalogue
+
+
+def module_space(params, check_mode, hide):
+    """address_space for a standard space (state present or absent)."""
+    from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import (
+        register_space, registration_needed, unregister_space)
+    from ansible_collections.enmasse.messaging.plugins.module_utils.connection import connection_file_path
+    from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import space_input
+    name = params["name"]
+    infra, ledger, service, store, catalogue = _open(params, name, hide)
+    conn_file = connection_file_path(params, name)
+    if params["state"] == "absent":
+        result = delete_space(service, ledger, name, catalogue, force=params["force"], check_mode=check_mode,
+                              connection_file=conn_file)
+        unregister_space(store, name, check_mode)
+        return result
+    desired = space_input(params, ledger.space, {})
+    if desired.get("type") != "standard":
+        raise ServiceError("address_space.type: %r cannot change (it is 'standard'); type is immutable: delete the "
+                           "address space and create it again" % desired.get("type"))
+    if not check_mode and registration_needed(store, desired, ledger.path):
+        store.check_writable()
+    result = converge_space(service, ledger, desired, catalogue, connection_file=conn_file, check_mode=check_mode)
+    register_space(store, desired, ledger.path, check_mode)
+    return result
+
+
+def module_addresses(params, present, absent, positions, check_mode, hide, report):
+    name = params["address_space"]
+    infra, ledger, service, unused, catalogue = _open(params, name, hide)
+    space = space_of(ledger, name)
+    if not space["plan"]:
+        raise ServiceError("the plan of address space %r is not known: create it with "
+                           "enmasse.messaging.address_space (type standard) first" % name)
+    return converge_addresses(service, ledger, space, catalogue, present, absent, prune=params["prune"],
+                              force=params["force"], check_mode=check_mode, report=report, positions=positions)
+
+
+def module_address_info(params, hide):
+    name = params["address_space"]
+    infra, ledger, service, unused, catalogue = _open(params, name, hide)
+    return {"changed": False, "addresses": address_info(service, ledger, space_of(ledger, name), catalogue,
+                                                        params.get("addresses"))}
+
+
+def module_space_info(params, hide):
+    name = params["name"]
+    infra, ledger, service = open_space(params, name, hide)
+    return {"changed": False, "address_space": space_info(service, ledger, name)}
