@@ -216,12 +216,16 @@ class StandardEnv(object):
         want = sorted(r.id for r in self.routers if r.proc and r.proc.poll() is None)
         deadline = time.time() + timeout
         seen = None
+        from ansible_collections.enmasse.messaging.plugins.module_utils.router.client import ManagementSession
         while time.time() < deadline:
             try:
-                with self.session() as s:
+                with ManagementSession(self.routers[0].management_url, timeout=3) as s:
                     seen = s.routers()
-                if seen == want:
-                    return
+                    if seen == want:
+                        # every router answers through the mesh (just after it forms, some do not yet)
+                        answers = s.query_many([(r, "org.apache.qpid.dispatch.router", ["id"]) for r in want])
+                        if all(failed is None and rows for rows, failed in answers):
+                            return
             except Exception:  # the mesh is forming
                 pass
             time.sleep(0.5)

@@ -408,3 +408,102 @@ def test_clients_authenticate_with_sasl_plain_through_the_auth_service(env):
     env.auth_service.write_users("tenant-other", {"bob": "bob-secret"})
     with pytest.raises(proton.ConnectionException):
         login("bob", "bob-secret").close()
+
+
+def test_plan_change_drains_the_old_broker_then_releases_it(env):
+    # tenant-p's pq is partitioned over b1 and b2 (test_partitioned_queue_spreads_and_drains ran first)
+    c = connect(env, "tenant-p", 0)
+    snd = c.create_sender("pq")
+    for i in range(10):
+        snd.send(Message(body="old-%d" % i, durable=True))
+    c.close()
+    on_b2 = broker_count(env, 1, "tenant-p/pq")
+    assert on_b2 and on_b2 > 0
+    res = converge(env, "tenant-p", [{"address": "pq", "type": "queue", "plan": "standard-small-queue"}])
+    assert res.rc == 0 and res.result["changed"], res.result
+    st = res.result["addresses"][0]["status"]
+    assert st["brokers"] == ["b1"] and st["draining"] == ["b2"], st
+    # b2 keeps only its outgoing link: new messages go to b1 only
+    c = connect(env, "tenant-p", 1)
+    snd = c.create_sender("pq")
+    for i in range(5):
+        snd.send(Message(body="new-%d" % i, durable=True))
+    assert broker_count(env, 1, "tenant-p/pq") == on_b2
+    got = drain(c, "pq", 15)
+    c.close()
+    assert len(got) == 15 and set("new-%d" % i for i in range(5)) <= set(got)
+    # empty now: the next run releases b2 (queue and autoLink gone), the one after changes nothing
+    res = converge(env, "tenant-p", [{"address": "pq", "type": "queue", "plan": "standard-small-queue"}])
+    assert res.rc == 0 and res.result["changed"], res.result
+    assert "draining" not in res.result["addresses"][0]["status"]
+    assert broker_count(env, 1, "tenant-p/pq") is None
+    res = converge(env, "tenant-p", [{"address": "pq", "type": "queue", "plan": "standard-small-queue"}])
+    assert res.result["changed"] is False, res.result["changes"]
+
+
+def live_snapshot(env):
+    """Every owned router entity on every router and every address on every broker."""
+    from ansible_collections.enmasse.messaging.plugins.module_utils.router import reader
+    with env.session() as s:
+        live, unused = reader.read_owned(s, [r.id for r in env.routers])
+    brokers = []
+    for b in env.brokers:
+        brokers.append(sorted(b.address_names()))
+    return live, brokers
+
+
+BAD_ADDRESSES = [
+    ({"address": "x", "type": "bogus", "plan": "standard-small-queue"}, ["type", "bogus"]),
+    ({"address": "x", "type": "queue", "plan": "no-such-plan"}, ["plan", "no-such-plan"]),
+    ({"address": "x", "type": "queue", "plan": "brokered-queue"}, ["plan", "brokered-queue"]),
+    ({"address": "has space", "type": "queue", "plan": "standard-small-queue"}, ["has space"]),
+    ({"address": "_!internal", "type": "queue", "plan": "standard-small-queue"}, ["_!internal"]),
+    ({"address": "sub-x", "type": "subscription", "plan": "standard-small-subscription"}, ["topic"]),
+    ({"address": "sub-y", "type": "subscription", "plan": "standard-small-subscription", "topic": "q1"},
+     ["topic", "q1"]),
+    ({"address": "sub-z", "type": "subscription", "plan": "standard-small-subscription", "topic": "nowhere"},
+     ["topic", "nowhere"]),
+    ({"address": "x", "type": "queue", "plan": "standard-small-queue", "deadletter": "q1"}, ["deadletter", "q1"]),
+    ({"address": "x", "type": "queue", "plan": "standard-small-queue", "message_ttl": {"minimum": 5000, "maximum": 10}},
+     ["message_ttl", "5000"]),
+    ({"address": "x", "type": "queue", "plan": "standard-small-queue", "message_ttl": {"maximum": -1}},
+     ["message_ttl", "-1"]),
+    ({"address": "x", "type": "queue", "plan": "standard-small-queue",
+      "message_redelivery": {"maximum_delivery_atempts": 3}}, ["maximum_delivery_atempts"]),
+    ({"address": "a/#", "type": "queue", "plan": "standard-small-queue"}, ["a/#"]),
+    ({"address": "q1", "type": "topic", "plan": "standard-small-topic"}, ["q1", "type"]),
+    ({"address": "x", "type": "anycast", "plan": "standard-small-queue"}, ["plan", "standard-small-queue"]),
+    ({"address": "t1-durable", "type": "subscription", "plan": "standard-small-subscription", "topic": "t1",
+      "subscription": {"max_consumers": 5}}, ["max_consumers"]),
+]
+
+
+@pytest.mark.parametrize("bad,words", BAD_ADDRESSES, ids=[str(i) for i in range(len(BAD_ADDRESSES))])
+def test_bad_address_is_refused_and_nothing_changes(env, space, bad, words):
+    before = live_snapshot(env)
+    res = converge(env, space, ADDRESSES + [bad])
+    assert res.rc != 0, res.result
+    text = " ".join(res.result.get("errors") or [res.result.get("msg", "")])
+    for w in words:
+        assert w in text, (w, text)
+    assert live_snapshot(env) == before
+
+
+BAD_SPACES = [
+    (dict(name="Tenant-Upper", type="standard", plan="standard-unlimited"), ["Tenant-Upper"]),
+    (dict(name="tenant-bp", type="standard", plan="brokered-single-broker"), ["plan", "brokered-single-broker"]),
+    (dict(name="tenant-a", type="brokered", plan="brokered-single-broker"), ["type", "brokered"]),
+    (dict(name="tenant-np", type="standard", plan="no-such-space-plan"), ["plan", "no-such-space-plan"]),
+]
+
+
+@pytest.mark.parametrize("bad,words", BAD_SPACES, ids=[str(i) for i in range(len(BAD_SPACES))])
+def test_bad_address_space_is_refused_and_nothing_changes(env, space, bad, words):
+    before = live_snapshot(env)
+    res = run_module("address_space", dict(common(env, bad["name"]), **bad))
+    assert res.rc != 0, res.result
+    text = " ".join(res.result.get("errors") or [res.result.get("msg", "")])
+    for w in words:
+        assert w in text, (w, text)
+    assert live_snapshot(env) == before
+    assert not os.path.exists(env.connection_file(bad["name"])) or bad["name"] == "tenant-a"

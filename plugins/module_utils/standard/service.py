@@ -654,11 +654,12 @@ def is_standard(params, space_name, type_hint=None):
     import os
     from ansible_collections.enmasse.messaging.plugins.module_utils.connection import (
         connection_file_path, read_connection_file)
-    if type_hint is not None:
-        return type_hint == "standard"
     data = read_connection_file(connection_file_path(params, space_name)) or {}
     if data.get("type"):
+        # a space that exists keeps its backend: a task that says otherwise gets the immutability error
         return data["type"] == "standard"
+    if type_hint is not None:
+        return type_hint == "standard"
     path = params.get("infrastructure_file") or _infra.DEFAULT_INFRA_FILE
     if os.path.exists(path):
         try:
