@@ -1,0 +1,144 @@
+"""The standard space's mapping and rules (module_utils/standard), without routers or brokers."""
+import json
+
+import pytest
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.plans import Catalogue
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as ent
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as infra_mod
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as svc
+
+BROKERS = [{"name": "b1", "host": "h1", "amqp_port": 5672, "user": "u", "password": "secret",
+            "management_url": "http://h1:8161/console/jolokia", "management_user": "m",
+            "management_password": "mp", "broker_name": "b1"},
+           dict(name="b2", host="h2", amqp_port=5672, user="u", password="secret",
+                management_url="http://h2:8161/console/jolokia", management_user="m", management_password="mp",
+                broker_name="b2")]
+
+
+def infra(tmp_path, **extra):
+    data = {"management_url": "amqp://127.0.0.1:5672", "routers": [{"id": "r1"}, {"id": "r2", "port_offset": 100}],
+            "brokers": BROKERS, "auth_service": {"host": "auth", "port": 5680}, "ledger_dir": str(tmp_path / "l")}
+    data.update(extra)
+    path = tmp_path / "standard.json"
+    path.write_text(json.dumps(data))
+    return infra_mod.load_infra(str(path))
+
+
+def test_each_type_maps_to_its_router_entities():
+    q = ent.address_entities("s", {"address": "orders", "type": "queue"}, ["b1", "b2"])
+    assert q["enmasse/s/address/orders"] == {"type": "address", "prefix": "s/orders", "distribution": "balanced",
+                                             "waypoint": True}
+    assert sorted(n for n in q if "autolink" in n) == [
+        "enmasse/s/autolink/b1/in/orders", "enmasse/s/autolink/b1/out/orders",
+        "enmasse/s/autolink/b2/in/orders", "enmasse/s/autolink/b2/out/orders"]
+    assert q["enmasse/s/autolink/b2/in/orders"]["connection"] == "enmasse/broker/b2"
+    a = ent.address_entities("s", {"address": "a", "type": "anycast"})
+    assert list(a.values()) == [{"type": "address", "prefix": "s/a", "distribution": "balanced"}]
+    m = ent.address_entities("s", {"address": "m", "type": "multicast"})
+    assert list(m.values())[0]["distribution"] == "multicast"
+    t = ent.address_entities("s", {"address": "news", "type": "topic"}, ["b2"])
+    assert sorted((e["direction"], e["prefix"], e["connection"]) for e in t.values()) == [
+        ("in", "s/news", "enmasse/broker/b2"), ("out", "s/news", "enmasse/broker/b2")]
+    sub = ent.address_entities("s", {"address": "audit", "type": "subscription", "topic": "news"}, ["b2"], (), ["b2"])
+    (name, e), = sub.items()
+    assert e["prefix"] == "s/news::audit" and e["direction"] == "out"
+    # the broker's queue is s/audit: the router rewrites s/news::audit to s/news::s/audit
+    assert e["addExternalPrefix"] + "audit"[len(""):] == "s/news::s/audit"
+    assert "s/news::audit"[len(e["delExternalPrefix"]):] == "audit"
+
+
+def test_a_draining_broker_keeps_only_its_incoming_link():
+    q = ent.address_entities("s", {"address": "q", "type": "queue"}, ["b1"], ["b2"])
+    assert "enmasse/s/autolink/b2/in/q" in q and "enmasse/s/autolink/b2/out/q" not in q
+
+
+def test_space_listener_is_pinned_to_its_vhost_and_relays_sasl():
+    e = ent.space_entities("s", 5701, {"host": "auth", "port": 5680})
+    lst = e["enmasse/s/amqp"]
+    assert lst["multiTenant"] is True and lst["policyVhost"] == "s" and lst["saslPlugin"] == "enmasse/s/auth"
+    assert lst["saslMechanisms"] == "PLAIN" and lst["authenticatePeer"] is True
+    assert e["enmasse/s/auth"]["realm"] == "s"
+    anon = ent.space_entities("s", 5701, {"host": "auth", "port": 5680}, anonymous=True)
+    assert "enmasse/s/auth" not in anon and anon["enmasse/s/amqp"]["authenticatePeer"] is False
+
+
+def test_broker_side_names_carry_the_space():
+    b = ent.broker_address("s", {"address": "q", "type": "queue", "deadletter": "dlq", "expiry": "exp"})
+    assert (b["address"], b["deadletter"], b["expiry"]) == ("s/q", "s/dlq", "s/exp")
+
+
+def test_secrets_never_in_views():
+    c = ent.connector_entities(BROKERS)
+    assert c["enmasse/broker/b1"]["saslPassword"] == "secret"
+    assert ent.secret_free(c["enmasse/broker/b1"])["saslPassword"] == "********"
+
+
+def test_entity_names_lead_back_to_their_address():
+    for name, addr in (("enmasse/s/address/a/b", "a/b"), ("enmasse/s/autolink/b1/in/x/y", "x/y"),
+                       ("enmasse/s/linkroute/out/news", "news"), ("enmasse/s/linkroute/out/news::audit", "audit"),
+                       ("enmasse/s/amqp", None), ("enmasse/t/address/a", None)):
+        assert svc._address_of_entity("s", name) == addr, name
+
+
+def test_infra_file_errors_name_the_key(tmp_path):
+    p = tmp_path / "standard.json"
+    p.write_text(json.dumps({"routers": [{}], "brokers": [{"name": "b1"}]}))
+    with pytest.raises(ConfigError) as e:
+        infra_mod.load_infra(str(p))
+    text = " ".join(e.value.errors)
+    assert "management_url" in text and "routers[0] needs an id" in text and "brokers[0] lacks host" in text
+    with pytest.raises(ConfigError) as e:
+        infra_mod.load_infra(str(tmp_path / "missing.json"))
+    assert "does not exist" in str(e.value)
+
+
+def test_secrets_of_the_infrastructure(tmp_path):
+    assert set(infra_mod.infra_secrets(infra(tmp_path))) == {"secret", "mp"}
+
+
+def test_listener_ports_per_router_and_ports_allocated_once(tmp_path):
+    inf = infra(tmp_path, port_range=[6000, 6001])
+    s = svc.StandardService(inf)
+    per = s.per_router(ent.space_entities("s", 6000, inf["auth_service"]))
+    assert per["r1"]["enmasse/s/amqp"]["port"] == "6000" and per["r2"]["enmasse/s/amqp"]["port"] == "6100"
+    assert [e["port"] for e in svc.endpoints(s, 6000)] == [6000, 6100]
+    led = infra_mod.load_ledger(inf, "a")
+    led.space = {"name": "a", "port": infra_mod.allocate_port(inf, "a")}
+    led.save()
+    assert led.space["port"] == 6000 and infra_mod.allocate_port(inf, "b") == 6001
+    led2 = infra_mod.load_ledger(inf, "b")
+    led2.space = {"name": "b", "port": 6001}
+    led2.save()
+    with pytest.raises(ConfigError) as e:
+        infra_mod.allocate_port(inf, "c")
+    assert "6000-6001" in str(e.value)
+
+
+def test_placement_stable_pending_and_released(tmp_path):
+    inf = infra(tmp_path)
+    s = svc.StandardService(inf)
+    cat = Catalogue.default()
+    splan = cat.address_space_plan("standard-small")
+    led = infra_mod.load_ledger(inf, "s")
+    addrs = [{"address": "q%d" % i, "type": "queue", "plan": "standard-small-queue"} for i in range(3)] + \
+        [{"address": "dlq", "type": "deadletter", "plan": "standard-deadletter"}]
+    homes, draining, pending, released = svc.placement_for(s, "s", splan, addrs, cat, led, {})
+    assert homes["q0"] == ["b1"] and homes["dlq"] == ["b1", "b2"] and not pending and not draining
+    # over the plan's broker limit: Pending with the reason, never an error
+    big = [{"address": "x%d" % i, "type": "queue", "plan": "standard-large-queue"} for i in range(3)]
+    homes, draining, pending, released = svc.placement_for(s, "s", splan, addrs + big, cat, led, {})
+    assert any("quota exceeded" in r for r in pending.values()), pending
+    # an address with a home keeps it; a plan change leaves the old broker draining while it holds messages
+    led.addresses = {"q0": dict(addrs[0], plan="standard-medium-queue")}
+    led.homes = {"q0": {"brokers": ["b2"], "draining": [], "placed": True}}
+    live = {"b2": {"s/q0": {"message_count": 4}}}
+    homes, draining, pending, released = svc.placement_for(s, "s", cat.address_space_plan("standard-unlimited"),
+                                                           addrs[:1], cat, led, live)
+    assert draining.get("q0") == ["b2"] or homes["q0"] == ["b2"]
+    led.homes = {"q0": {"brokers": ["b1"], "draining": ["b2"], "placed": True}}
+    led.addresses = {"q0": addrs[0]}
+    homes, draining, pending, released = svc.placement_for(s, "s", cat.address_space_plan("standard-unlimited"),
+                                                           addrs[:1], cat, led, {"b2": {"s/q0": {"message_count": 0}}})
+    assert homes["q0"] == ["b1"] and "q0" not in draining and released == [("q0", "b2")]
