@@ -125,6 +125,11 @@ if [ ! -f "$ARCHIVE" ] && [ "$uninstall" -eq 0 ] && [ "$print_ports" -eq 0 ]; th
 fi
 archive_args=()
 [ -f "$ARCHIVE" ] && archive_args=(-e "broker_archive_src=$ARCHIVE")
+# the router's source (no package registry serves it): the vendor copy beside the repository
+ROUTER_ARCHIVE="${ENMASSE_ROUTER_ARCHIVE:-$REPO/../shared/vendor/qpid-dispatch-1.19.0.tar.gz}"
+if [ -f "$ROUTER_ARCHIVE" ]; then
+  archive_args+=(-e "router_archive_src=$ROUTER_ARCHIVE" -e "router_archive_checksum=sha256:$(sha256sum "$ROUTER_ARCHIVE" | cut -c1-64)")
+fi
 
 # --- 3. the variables, and the ports they give every instance --------------------
 gen="$(mktemp -d /tmp/enmasse-aio.XXXXXX)"
@@ -215,6 +220,9 @@ all:
           # the ports published on this machine's 127.0.0.1, which podman
           # forwards to the container's interface (not its loopback)
           broker_bind_address: 0.0.0.0
+    routers:
+      hosts:
+        aio: {}
 EOF
     inventory+=(-i "$gen/container.yml")
     ;;

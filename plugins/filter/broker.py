@@ -183,6 +183,8 @@ def broker_layout(address_spaces, ports, port_offset_step=100, instances_dir="/v
         space_ports = dict((proto, ports[proto] + offset) for proto in PORT_NAMES)
         out.append({
             "name": name,
+            # "pool": the broker of the standard address spaces' pool on this host
+            "type": space.get("type") or "brokered",
             "plan": space.get("plan") or "",
             "broker_name": space.get("broker_name") or name,
             "instance_dir": "%s/%s" % (instances_dir, name),

@@ -27,7 +27,9 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.model.validation
 # keys of an address space in site.yml's address_spaces beyond the model's
 SITE_KEYS = ("broker_host", "port_offset", "broker_name", "java_memory", "global_max_size")
 # the space types site.yml deploys today (standard needs the router network)
-DEPLOYED_TYPES = ("brokered",)
+DEPLOYED_TYPES = ("brokered", "standard")
+# the broker instance of the standard spaces' pool on every broker host (playbooks/inputs.yml)
+POOL_INSTANCE = "standard-pool"
 
 
 def space_name_errors(name, field="name"):
@@ -53,12 +55,13 @@ def _site_key_errors(space, where, brokers):
     return errs
 
 
-def address_spaces_errors(address_spaces, plans=None, brokers=None):
+def address_spaces_errors(address_spaces, plans=None, brokers=None, routers=None):
     """Every error in site.yml's ``address_spaces`` (empty list = valid).
 
     ``plans``: extra plans (``enmasse_plans``), merged over the default
     catalogue as the modules do. ``brokers``: the hosts of the group brokers,
-    to check ``broker_host``."""
+    to check ``broker_host``. ``routers``: the hosts of the group routers,
+    which standard spaces need."""
     if address_spaces is None:
         return []
     if not isinstance(address_spaces, list):
@@ -86,9 +89,19 @@ def address_spaces_errors(address_spaces, plans=None, brokers=None):
         model_space = dict((k, v) for k, v in space.items() if k not in SITE_KEYS and k != "addresses")
         errors.extend(validate_address_space(model_space, catalogue, field=where))
         stype = space.get("type")
+        if stype == "standard" and routers is not None and not routers:
+            errors.append("%s.type: %s needs routers: add hosts to the group routers (the qdrouterd mesh "
+                          "in front of the broker pool) or use type brokered" % (where, fmt(stype)))
+        if stype == "standard" and brokers is not None and not brokers:
+            errors.append("%s.type: %s needs the broker pool: add hosts to the group brokers" % (where, fmt(stype)))
         if stype == "standard":
-            errors.append("%s.type: %s is not deployed by site.yml yet (it needs the router network); "
-                          "use one of %s" % (where, fmt(stype), ", ".join(DEPLOYED_TYPES)))
+            for key in ("broker_host", "port_offset", "broker_name", "java_memory", "global_max_size"):
+                if key in space:
+                    errors.append("%s.%s: a standard space has no broker of its own (its stored addresses are "
+                                  "placed on the pool); remove %s" % (where, key, key))
+        if name == POOL_INSTANCE:
+            errors.append("%s.name: %s is reserved (the broker instance of the standard spaces' pool)"
+                          % (where, fmt(name)))
         errors.extend(_site_key_errors(space, where, brokers))
         addresses = space.get("addresses", [])
         if addresses is None:

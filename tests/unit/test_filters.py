@@ -196,7 +196,8 @@ def _aio_spaces():
 
 
 def test_site_errors_accepts_the_shipped_inventories():
-    assert fm.address_spaces_errors(_aio_spaces(), brokers=["aio"]) == []
+    assert fm.address_spaces_errors(_aio_spaces(), brokers=["aio"], routers=["aio"]) == []
+    assert "needs routers" in " ".join(fm.address_spaces_errors(_aio_spaces(), brokers=["aio"], routers=[]))
     with open(os.path.join(REPO, "inventories/multi/group_vars/all.yml")) as f:
         multi = yaml.safe_load(f)["address_spaces"]
     assert fm.address_spaces_errors(multi, brokers=["broker1.example.com", "broker2.example.com"]) == []
@@ -207,14 +208,17 @@ def test_site_errors_accepts_the_shipped_inventories():
     (lambda s: s[0].update(name="dem_o"), "address_spaces[0](dem_o).name: 'dem_o' must consist of lowercase"),
     (lambda s: s[0].update(type="brokerd"), "address_spaces[0](demo).type: 'brokerd' must be one of standard, brokered"),
     (lambda s: s[0].update(type="standard", plan="standard-small"),
-     "address_spaces[0](demo).type: 'standard' is not deployed by site.yml yet"),
+     "address_spaces[0](demo).addresses[0](dlq).plan: 'brokered-deadletter' is not allowed by address space plan"),
+    (lambda s: s[1].update(broker_host="aio"),
+     "address_spaces[1](demo-standard).broker_host: a standard space has no broker of its own"),
+    (lambda s: s[0].update(name="standard-pool"), "address_spaces[0](standard-pool).name: 'standard-pool' is reserved"),
     (lambda s: s[0].update(plan="nope"), "address_spaces[0](demo).plan: 'nope' is not a known address space plan"),
     (lambda s: s[0].update(colour="red"), "address_spaces[0](demo).colour: unknown field"),
     (lambda s: s[0].update(broker_host="elsewhere"), "address_spaces[0](demo).broker_host: 'elsewhere' is not a host"),
     (lambda s: s[0].update(port_offset=-100), "address_spaces[0](demo).port_offset: -100 must be an integer >= 0"),
     (lambda s: s[0].update(java_memory=""), "address_spaces[0](demo).java_memory: '' must be a non-empty string"),
-    (lambda s: s.append(dict(s[0])), "address_spaces[1](demo).name: 'demo' is listed twice"),
-    (lambda s: s.append("demo"), "address_spaces[1]: 'demo' must be a mapping"),
+    (lambda s: s.append(dict(s[0])), "address_spaces[2](demo).name: 'demo' is listed twice"),
+    (lambda s: s.append("demo"), "address_spaces[2]: 'demo' must be a mapping"),
     (lambda s: s[0]["addresses"].append({"address": "x", "type": "queue", "plan": "brokered-queu"}),
      "address_spaces[0](demo).addresses[6](x).plan: 'brokered-queu' is not a known address plan"),
     (lambda s: s[0]["addresses"].append({"address": "x", "type": "anycast", "plan": "brokered-queue"}),
