@@ -105,7 +105,7 @@ def watch(infra_path, interval=2.0, once=False):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--infrastructure-file", default=_infra.DEFAULT_INFRA_FILE)
     parser.add_argument("--interval", type=float, default=2.0)
     parser.add_argument("--once", action="store_true")
