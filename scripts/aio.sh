@@ -128,7 +128,7 @@ archive_args=()
 # the router's source (no package registry serves it): the vendor copy beside the repository
 ROUTER_ARCHIVE="${ENMASSE_ROUTER_ARCHIVE:-$REPO/../shared/vendor/qpid-dispatch-1.19.0.tar.gz}"
 if [ -f "$ROUTER_ARCHIVE" ]; then
-  archive_args+=(-e "router_archive_src=$ROUTER_ARCHIVE" -e "router_archive_checksum=sha256:$(sha256sum "$ROUTER_ARCHIVE" | cut -c1-64)")
+  archive_args+=(-e "router_archive_src=$ROUTER_ARCHIVE" -e "router_archive_checksum=sha512:$(sha512sum "$ROUTER_ARCHIVE" | cut -c1-128)")
 fi
 
 # --- 3. the variables, and the ports they give every instance --------------------

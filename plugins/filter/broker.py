@@ -137,9 +137,9 @@ def broker_layout_errors(address_spaces, ports, port_offset_step=100):
                               % (where, fmt(name), seen_names[name]))
             seen_names.setdefault(name, i)
         stype = space.get("type", "brokered")
-        if stype != "brokered":
-            errors.append("%s.type: %s must be 'brokered' (the broker role runs brokered address spaces only)"
-                          % (where, fmt(stype)))
+        if stype not in ("brokered", "pool"):
+            errors.append("%s.type: %s must be 'brokered' (an address space's own broker) or 'pool' (the broker "
+                          "of the standard spaces' pool on this host)" % (where, fmt(stype)))
         offset = _int(space.get("port_offset"))
         if offset is None:
             offset = i * port_offset_step
