@@ -8,6 +8,7 @@ TLS, proxy and token refresh; no discovery round trip, no model classes).
 * ``list`` (one request, every page), ``get``, ``apply`` (server-side apply
   with the collection's field manager, ``force`` only when asked, ``dryRun=All``
   in check mode), ``delete`` (with the object's uid as precondition);
+* requests go through the ApiClient's connection pool (``request``);
 * errors become ``KubeError`` with one message naming the object, what the
   server said and what to do: a missing CRD, RBAC, a conflict with another
   field manager (the fields and their managers), a schema violation.
@@ -20,21 +21,27 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import time
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ClientError
 
 try:
+    import urllib3
     from kubernetes import client as _kclient
-    from kubernetes.client.rest import ApiException
 except ImportError:  # pragma: no cover - connection.resolve reports it
     _kclient = None
-    ApiException = Exception
+
+try:
+    from urllib.parse import urlencode
+except ImportError:  # pragma: no cover - Python 2
+    from urllib import urlencode
 
 FIELD_MANAGER = "enmasse.messaging"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_LABELS = {MANAGED_BY: FIELD_MANAGER}
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 LIST_PAGE = 5000
+RETRIES_429 = 10
 
 # kind -> (group, version, plural)
 RESOURCES = {
@@ -65,19 +72,11 @@ def api_version(kind):
     return "%s/%s" % (group, version)
 
 
-def _status_body(exc):
-    try:
-        body = json.loads(exc.body) if getattr(exc, "body", None) else {}
-    except (TypeError, ValueError):
-        body = {}
-    return body if isinstance(body, dict) else {}
-
-
 def conflicts_of(body):
     """[(field, message)] of a 409 apply conflict (Status.details.causes)."""
     out = []
     for cause in ((body.get("details") or {}).get("causes") or []):
-        if cause.get("type") == "FieldManagerConflict":
+        if (cause.get("reason") or cause.get("type")) == "FieldManagerConflict":
             out.append((cause.get("field"), cause.get("message")))
     return out
 
@@ -88,10 +87,12 @@ class KubeClient(object):
     def __init__(self, connection, workers=16):
         cfg = connection.configuration
         cfg.connection_pool_maxsize = max(workers, 4)
+        self.configuration = cfg
         self.api = _kclient.ApiClient(cfg)
+        self.pool = self.api.rest_client.pool_manager
         self.namespace = connection.namespace
         self.timeout = connection.timeout
-        self.host = cfg.host
+        self.host = cfg.host.rstrip("/")
         self.source = connection.source
         self.requests = 0
 
@@ -106,41 +107,71 @@ class KubeClient(object):
         return p
 
     def request(self, method, path, query=None, body=None, content_type=None, what=None):
+        """One request through the client's urllib3 pool (its TLS and proxy
+        settings), the token from the client's configuration (refreshed by
+        its hook for exec/OIDC kubeconfigs); the JSON answer, or KubeError."""
         headers = {"Accept": "application/json"}
-        if content_type:
-            headers["Content-Type"] = content_type
-        elif body is not None:
-            headers["Content-Type"] = "application/json"
-        self.requests += 1
-        try:
-            resp = self.api.call_api(path, method, query_params=list((query or {}).items()), header_params=headers,
-                                     body=body, auth_settings=["BearerToken"], _preload_content=False,
-                                     _return_http_data_only=True, _request_timeout=self.timeout)
-        except ApiException as e:
-            raise self._error(e, method, what or path)
-        except Exception as e:  # urllib3: refused, TLS, timeouts
-            raise KubeError(["cannot reach the Kubernetes API server at %s (%s): %s"
-                             % (self.host, self.source, _short(e))])
-        data = resp.data
-        return json.loads(data) if data else {}
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type or "application/json"
+            data = json.dumps(body).encode("utf-8")
+        # 'authorization' (older clients) or 'BearerToken' (newer): auth_settings knows
+        token = (self.configuration.auth_settings().get("BearerToken") or {}).get("value")
+        if token:
+            headers["Authorization"] = token
+        url = self.host + path + ("?" + urlencode(sorted(query.items())) if query else "")
+        for attempt in range(RETRIES_429 + 1):
+            self.requests += 1
+            try:
+                resp = self.pool.request(method, url, body=data, headers=headers, retries=False,
+                                         timeout=urllib3.Timeout(total=self.timeout))
+            except Exception as e:  # urllib3: refused, TLS, timeouts
+                raise KubeError(["cannot reach the Kubernetes API server at %s (%s): %s"
+                                 % (self.host, self.source, _short(e))])
+            # 429: API priority and fairness, or a cache still initializing: the server says when to retry
+            if resp.status != 429 or attempt == RETRIES_429:
+                break
+            try:
+                delay = float(resp.headers.get("Retry-After") or 1)
+            except ValueError:
+                delay = 1.0
+            time.sleep(min(max(delay, 0.1), 2.0))
+        if resp.status >= 400:
+            raise self._error(resp.status, resp.reason, resp.data, method, what or path)
+        return json.loads(resp.data) if resp.data else {}
 
-    def _error(self, exc, method, what):
-        body = _status_body(exc)
-        status = exc.status
-        msg = body.get("message") or exc.reason or str(exc)
+    def _error(self, status, reason, data, method, what):
+        try:
+            body = json.loads(data) if data else {}
+        except (TypeError, ValueError):
+            body = {}
+        body = body if isinstance(body, dict) else {}
+        msg = body.get("message") or reason or "HTTP %s" % status
         if status == 409 and method == "PATCH":
             conflicts = conflicts_of(body)
             if conflicts:
                 return KubeError(["%s: %s" % (what, msg)], status, conflicts)
-        if status == 404 and body.get("details", {}).get("name") is None and "could not find the requested" in msg:
+        if status == 404 and (body.get("details") or {}).get("name") is None and "could not find the requested" in msg:
             return KubeError(["%s: the cluster does not serve this kind (%s): %s" % (what, msg, CRD_HINT)], status)
         if status in (401, 403):
             return KubeError(["%s: %s (HTTP %d): %s" % (what, msg, status, RBAC_HINT)], status)
         return KubeError(["%s: %s (HTTP %s)" % (what, msg, status)], status)
 
     # ------------------------------------------------------------ reading
-    def list(self, kind, label_selector=None):
-        """(items, resourceVersion) of ``kind`` in the namespace, every page."""
+    def list(self, kind, label_selector=None, cached=False):
+        """(items, resourceVersion) of ``kind`` in the namespace, every page.
+
+        ``cached``: one request served from the API server's watch cache
+        (``resourceVersion=0``) instead of a quorum read of etcd: a LIST of
+        10,000 Addresses costs about a third. It may lag a write made
+        elsewhere by milliseconds; the converger tolerates that (applies are
+        idempotent upserts, deletes carry the uid as a precondition)."""
+        if cached:
+            query = {"resourceVersion": "0"}
+            if label_selector:
+                query["labelSelector"] = label_selector
+            data = self.request("GET", self.path(kind), query, what="list %s in namespace %s" % (kind, self.namespace))
+            return data.get("items") or [], (data.get("metadata") or {}).get("resourceVersion")
         items, token, rv = [], None, None
         while True:
             query = {"limit": LIST_PAGE}
@@ -183,7 +214,10 @@ class KubeClient(object):
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
         if uid:
             body["preconditions"] = {"uid": uid}
-        query = {"dryRun": "All"} if dry_run else None
+        query = None
+        if dry_run:  # the server reads DeleteOptions from the body when there is one
+            body["dryRun"] = ["All"]
+            query = {"dryRun": "All"}
         try:
             self.request("DELETE", self.path(kind, name), query, body=body,
                          what="delete %s %s/%s" % (kind, self.namespace, name))

@@ -126,6 +126,11 @@ def plain_address(obj):
     return plain
 
 
+def user_fields(plain):
+    """A plain address without its object name (for the diff)."""
+    return dict((k, v) for k, v in plain.items() if k != "name")
+
+
 def plain_space(obj):
     plain = normalize_address_space({"kind": "AddressSpace", "metadata": {"name": obj["metadata"]["name"]},
                                      "spec": obj.get("spec") or {}})

@@ -127,4 +127,3 @@ def plan_info(client, kind, names=None):
         plans.append(view)
     return {"plans": plans, "missing": [n for n in (names or []) if store.plan(kind, n) is None],
             "namespace": client.namespace}
-

@@ -66,7 +66,7 @@ def _plan_document(obj):
 
 def space_addresses(client, space_name):
     """{address: live object} of the address space (one LIST of the namespace)."""
-    items, unused = client.list("Address")
+    items, unused = client.list("Address", cached=True)
     out = {}
     for obj in items:
         if _objects.space_of_address(obj) == space_name and isinstance((obj.get("spec") or {}).get("address"), str):
@@ -198,8 +198,9 @@ def converge_addresses(client, space_name, present, absent, prune=False, force=F
     deleted = sorted(n for n in removed if removed[n])
     changes = {"created": created, "updated": updated, "deleted": deleted}
     changed = bool(created or updated or deleted)
-    diff = {"before": dict((n, plain_live[n]) for n in updated + deleted),
-            "after": dict((n, _objects.plain_address(applied[n])) for n in created + updated)}
+    # the user's fields: the spec, as plain fields (not the object's name)
+    diff = {"before": dict((n, _objects.user_fields(plain_live[n])) for n in updated + deleted),
+            "after": dict((n, _objects.user_fields(_objects.plain_address(applied[n]))) for n in created + updated)}
     if failures:
         for name in absent:
             labels.setdefault(name, "absent(%s)" % name)

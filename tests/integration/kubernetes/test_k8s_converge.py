@@ -63,9 +63,8 @@ def test_check_mode_is_a_server_dry_run_and_persists_nothing(space):
     assert space.addresses() == {}
     assert space.run("address", address_space="shop", addresses=[QUEUE]).changed
     before = space.addresses()["orders"]
-    chk = space.run("address", check_mode=True, address_space="shop", addresses=[dict(QUEUE, plan="brokered-queue",
-                                                                                       deadletter=None)] +
-                    [{"address": "x", "type": "deadletter", "plan": "brokered-deadletter"}], prune=True)
+    chk = space.run("address", check_mode=True, address_space="shop", prune=True,
+                    addresses=[QUEUE, {"address": "x", "type": "deadletter", "plan": "brokered-deadletter"}])
     assert chk.changed and chk["changes"]["created"] == ["x"], chk
     after = space.addresses()
     assert list(after) == ["orders"] and after["orders"]["metadata"]["resourceVersion"] == \
@@ -146,7 +145,8 @@ def test_wait_until_ready_and_fail_with_the_operators_messages(space):
     # no operator here: the test writes what an operator reports, through /status
     space.operator_status("Address", name, {"isReady": False, "phase": "Configuring",
                                             "messages": ["broker broker-0 has not created the queue yet"]})
-    r = space.run("address", address_space="shop", addresses=[QUEUE], wait=True, wait_timeout=2)
+    r = space.run("address", address_space="shop", addresses=[QUEUE], wait=True, wait_timeout=2,
+                  return_addresses="all")
     assert r.failed, r
     assert "not ready after 2s" in r.msg and "broker broker-0 has not created the queue yet" in r.msg
     assert r["addresses"][0]["status"]["phase"] == "Configuring"
@@ -196,9 +196,16 @@ def test_plans_are_the_namespaces_objects(ns):
     # check mode of a plan change persists nothing
     r = ns.run("address_plan", check_mode=True, name="other-queue", address_type="queue", resources={"broker": 0.1})
     assert r.changed and "other-queue" not in ns.list("AddressPlan")
-    # a plan the namespace does not have is unknown, even if hosts have it by default
-    r = ns.run("address", address_space="s1", address="x", type="queue", plan="standard-small-queue")
-    assert r.failed and "standard-small-queue" in r.msg
+
+
+def test_a_namespace_without_plan_objects_knows_no_plan(kube):
+    """The catalogue is the namespace's objects: the hosts' default plans are not implied."""
+    from conftest import Namespace
+    ns = Namespace(kube, kube.create_namespace("bare-" + str(id(kube))[-6:], plans=False))
+    r = ns.run("address_space", name="s1", type="brokered", plan="brokered-single-broker")
+    assert r.failed and r.msg == ("address_space.plan: 'brokered-single-broker' is not a known address space plan "
+                                  "(known: )"), r
+    assert ns.list("AddressSpace") == {}
 
 
 def test_space_plan_change_validated_against_the_spaces_addresses(space):
