@@ -108,7 +108,7 @@ def test_backend_option_checks():
 
 def test_example_plans_file_is_the_default_catalogue():
     with open(os.path.join(ROLE_FILES, "example-plans.yaml")) as f:
-        docs = [d for d in yaml.safe_load_all(f) if d]
+        docs = yaml.safe_load(f)["items"]
     cat = model_plans.Catalogue.default()
     got = {"AddressPlan": {}, "AddressSpacePlan": {}}
     for d in docs:

@@ -86,7 +86,7 @@ class Cluster(object):
             import yaml
             c = self.client(name)
             with open(EXAMPLE_PLANS) as f:
-                for doc in yaml.safe_load_all(f):
+                for doc in yaml.safe_load(f)["items"]:
                     if doc:
                         c.request("PATCH", c.path(doc["kind"], doc["metadata"]["name"]),
                                   {"fieldManager": "enmasse.messaging-examples"}, body=doc,
