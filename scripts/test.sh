@@ -3,7 +3,8 @@
 # the whole suite: static checks (ansible-test sanity, ansible-lint with the
 # production profile, changelog lint, the execution environment's build
 # context), then pytest: unit, integration (real Artemis, real AMQP clients,
-# ansible-runner), Spark (real local[2] jobs) and the Molecule scenario
+# ansible-runner), the kubernetes backend (a real kube-apiserver, built once and
+# cached by scripts/build-kubernetes.sh), Spark (real local[2] jobs) and the Molecule scenario
 # (systemd container, podman).
 #
 #   bash scripts/test.sh              # everything
@@ -21,7 +22,7 @@ log() { printf '\n=== %s\n' "$*"; }
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   need=()
-  for pkg in podman runc debootstrap libxml2-utils maven default-jre-headless python3-venv rsync shellcheck; do
+  for pkg in podman runc debootstrap libxml2-utils maven default-jre-headless python3-venv rsync shellcheck etcd-server openssl; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   if [ ${#need[@]} -gt 0 ]; then
@@ -83,6 +84,9 @@ if [ -z "${ENMASSE_SKIP_STATIC:-}" ]; then
   log "ansible-test sanity"
   bash scripts/sanity.sh
 fi
+
+log "kubernetes: etcd, kube-apiserver and kube-controller-manager v1.33.13 (scripts/build-kubernetes.sh; cached)"
+bash scripts/build-kubernetes.sh >/dev/null
 
 log "pytest"
 exec python3 -m pytest "$@"

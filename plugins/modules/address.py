@@ -46,6 +46,8 @@ author:
 extends_documentation_fragment:
   - enmasse.messaging.connection
   - enmasse.messaging.connection.address_space
+  - enmasse.messaging.kubernetes
+  - enmasse.messaging.kubernetes.apply
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.converge
 attributes:
@@ -319,6 +321,8 @@ failed_addresses:
   elements: str
 '''
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import modules as kubernetes_backend
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_APPLY_ARGS
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import (
     REPORT_CHOICES, converge_addresses, open_space)
@@ -355,6 +359,7 @@ OPTIONS = dict(
     state=args.STATE_ARG,
     force=args.FORCE_ARG,
 )
+OPTIONS.update(KUBERNETES_APPLY_ARGS)
 # the forms: the single form (address and its fields), definition,
 # addresses, src - exactly one. The fields of the single form need address.
 # (state=present needs type and plan in the single form only, which
@@ -368,6 +373,8 @@ REQUIRED_BY = dict((f, "address") for f in FIELDS)
 
 
 def converge(module):
+    if kubernetes_backend.selected(module.params):
+        return kubernetes_backend.address(module)
     p = module.params
     # everything that needs neither the host nor the broker first
     check_space_name(p["address_space"])

@@ -21,6 +21,7 @@ author:
 extends_documentation_fragment:
   - enmasse.messaging.connection
   - enmasse.messaging.connection.address_space
+  - enmasse.messaging.kubernetes
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.info_module
 options:
@@ -75,6 +76,8 @@ addresses:
       status: {ready: true, phase: Active, message_count: 0, consumers: 0, owned: false, messages: []}
 '''
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import modules as kubernetes_backend
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_ARGS
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import address_info, open_space
 from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import load_catalogue
@@ -86,9 +89,12 @@ OPTIONS = dict(
     addresses=dict(type="list", elements="str"),
     include_unowned=dict(type="bool", default=True),
 )
+OPTIONS.update(KUBERNETES_ARGS)
 
 
 def info(module):
+    if kubernetes_backend.selected(module.params):
+        return kubernetes_backend.address_info(module)
     p = module.params
     check_space_name(p["address_space"])
     if standard.is_standard(p, p["address_space"]):

@@ -30,6 +30,8 @@ author:
 extends_documentation_fragment:
   - enmasse.messaging.connection.catalogue
   - enmasse.messaging.connection.plan
+  - enmasse.messaging.kubernetes
+  - enmasse.messaging.kubernetes.apply
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.converge
 attributes:
@@ -180,6 +182,8 @@ errors:
   elements: str
 '''
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import modules as kubernetes_backend
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_APPLY_ARGS
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
 from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import FIELDS, ADDRESS_PLANS, converge_from_params
 
@@ -195,9 +199,12 @@ OPTIONS = dict(
         redelivery_delay_multiplier=dict(type="raw"), maximum_delivery_delay=dict(type="raw"))),
     address_plans=dict(type="list", elements="raw"),
 )
+OPTIONS.update(KUBERNETES_APPLY_ARGS)
 
 
 def converge(module):
+    if kubernetes_backend.selected(module.params):
+        return kubernetes_backend.plans(ADDRESS_PLANS)(module)
     return converge_from_params(module.params, ADDRESS_PLANS, module.check_mode)
 
 

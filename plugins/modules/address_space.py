@@ -28,6 +28,8 @@ author:
   - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.connection
+  - enmasse.messaging.kubernetes
+  - enmasse.messaging.kubernetes.apply
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.converge
 options:
@@ -153,6 +155,8 @@ errors:
   elements: str
 '''
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import modules as kubernetes_backend
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_APPLY_ARGS
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import converge_space, delete_space, open_space
 from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import (
@@ -175,12 +179,15 @@ OPTIONS = dict(
     force=args.FORCE_ARG,
     state=args.STATE_ARG,
 )
+OPTIONS.update(KUBERNETES_APPLY_ARGS)
 
 
 MUTUALLY_EXCLUSIVE = [("definition", k) for k in SPACE_FIELDS]
 
 
 def converge(module):
+    if kubernetes_backend.selected(module.params):
+        return kubernetes_backend.address_space(module)
     p = module.params
     # everything that needs neither the host nor the broker first
     errs = space_params_errors(p)

@@ -20,6 +20,7 @@ author:
   - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.connection
+  - enmasse.messaging.kubernetes
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.info_module
 options:
@@ -78,6 +79,8 @@ address_space:
       returned: always
 '''
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import modules as kubernetes_backend
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_ARGS
 from ansible_collections.enmasse.messaging.plugins.module_utils import runner
 from ansible_collections.enmasse.messaging.plugins.module_utils.args import CONNECTION_ARGS
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import open_space, space_info, space_result
@@ -87,6 +90,8 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.standard import 
 
 
 def info(module):
+    if kubernetes_backend.selected(module.params):
+        return kubernetes_backend.address_space_info(module)
     p = module.params
     name = p["name"]
     check_space_name(name, "name")
@@ -103,7 +108,7 @@ def info(module):
 
 
 def main():
-    runner.main(dict(name=dict(type="raw", required=True)), info)
+    runner.main(dict(KUBERNETES_ARGS, name=dict(type="raw", required=True)), info)
 
 
 if __name__ == "__main__":

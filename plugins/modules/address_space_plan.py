@@ -29,6 +29,8 @@ author:
 extends_documentation_fragment:
   - enmasse.messaging.connection.catalogue
   - enmasse.messaging.connection.plan
+  - enmasse.messaging.kubernetes
+  - enmasse.messaging.kubernetes.apply
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.converge
 attributes:
@@ -143,6 +145,8 @@ errors:
   elements: str
 '''
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import modules as kubernetes_backend
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_APPLY_ARGS
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
 from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import FIELDS, SPACE_PLANS, converge_from_params
 
@@ -155,9 +159,12 @@ OPTIONS = dict(
     infra_config_ref=dict(type="str"),
     address_space_plans=dict(type="list", elements="raw"),
 )
+OPTIONS.update(KUBERNETES_APPLY_ARGS)
 
 
 def converge(module):
+    if kubernetes_backend.selected(module.params):
+        return kubernetes_backend.plans(SPACE_PLANS)(module)
     return converge_from_params(module.params, SPACE_PLANS, module.check_mode)
 
 

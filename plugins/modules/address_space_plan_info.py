@@ -19,6 +19,7 @@ author:
   - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.connection.catalogue
+  - enmasse.messaging.kubernetes
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.info_module
 options:
@@ -63,6 +64,8 @@ stored:
   type: bool
 '''
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import modules as kubernetes_backend
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_ARGS
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
 from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import SPACE_PLANS, plan_info
 from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.store import DEFAULT_CATALOGUE_PATH
@@ -71,9 +74,12 @@ OPTIONS = dict(
     args.CATALOGUE_ARGS,
     names=dict(type="list", elements="str", default=[]),
 )
+OPTIONS.update(KUBERNETES_ARGS)
 
 
 def read(module):
+    if kubernetes_backend.selected(module.params):
+        return kubernetes_backend.plan_info(SPACE_PLANS)(module)
     p = module.params
     result = plan_info(p["catalogue_path"] or DEFAULT_CATALOGUE_PATH, SPACE_PLANS, p["names"], p["spaces_dir"])
     result["changed"] = False

@@ -255,7 +255,10 @@ def converge_plans(path, kind, desired, absent=(), prune=False, force=False, che
         return _converge(store, kind, desired, absent, prune, force, check_mode, spaces_dir, report_all)
 
 
-def _converge(store, kind, desired, absent, prune, force, check_mode, spaces_dir, report_all):
+def _converge(store, kind, desired, absent, prune, force, check_mode, spaces_dir, report_all, usage_of=None):
+    """The plan change on ``store`` (the host's catalogue file, or any object
+    with its interface: the kubernetes backend's plan objects); ``usage_of()``
+    says which address spaces use the plans (default: the host's ledgers)."""
     errors, warnings = [], []
     wanted = dict((p["name"], p) for p in desired)
     for name in absent:
@@ -287,7 +290,7 @@ def _converge(store, kind, desired, absent, prune, force, check_mode, spaces_dir
                               "there first" % (n, ", ".join(listing)))
     affected = {}
     if updated or deletes:
-        usage = space_usage(store, spaces_dir)
+        usage = usage_of() if usage_of is not None else space_usage(store, spaces_dir)
         for n in updated + deletes:
             errs, warns, aff = _consequences(kind, n, store.plan(kind, n), wanted.get(n), usage, new_cat)
             errors.extend(errs)

@@ -1,0 +1,159 @@
+"""The kubernetes backend's pure parts: object names as EnMasse makes them,
+ownership, what needs applying, conflict messages, connection resolution
+(options, K8S_AUTH_*, kubeconfig, pod service account), the shipped files
+(example plans = the model's default catalogue; CRDs know every field the
+collection writes)."""
+
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import apply as k8s_apply
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import connection as k8s_connection
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import objects
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import modules as k8s_modules
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import plans as model_plans
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.plan_documents import from_document
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROLE_FILES = os.path.join(REPO, "roles", "kubernetes_crds", "files")
+
+
+def test_generated_name_is_enmasses():
+    # Java: UUID.nameUUIDFromBytes("orders/EU".getBytes(UTF_8)) (EnMasse's Address.generateName)
+    assert objects.generated_name("myspace", "orders/EU") == "myspace.orderseu.bbf3547b-f8e4-3f6c-ab76-80f92c28dd0d"
+    assert objects.sanitize_name("-Queue_1-") == "1queue11"  # as KubeUtil.sanitizeName
+    assert objects.object_name("s", {"address": "a", "name": "given"}) == "s.given"
+    live = {"metadata": {"name": "s.by-hand"}}
+    assert objects.object_name("s", {"address": "a", "name": "given"}, live) == "s.by-hand"
+
+
+def obj(labels=None, managers=(), spec=None):
+    return {"metadata": {"name": "s.a", "labels": labels or {},
+                         "managedFields": [{"manager": m} for m in managers]}, "spec": spec or {}}
+
+
+def test_ownership_needs_label_and_field_manager():
+    lab = {"app.kubernetes.io/managed-by": "enmasse.messaging"}
+    assert objects.owned(obj(lab, ["enmasse.messaging"]))
+    assert not objects.owned(obj(lab, ["kubectl"]))  # the label copied by hand
+    assert not objects.owned(obj({}, ["enmasse.messaging"]))
+    assert objects.owner(obj({}, ["kubectl", "x"])) == "kubectl"
+
+
+def test_needs_apply_only_when_spec_or_labels_differ():
+    doc = objects.address_object("s", {"address": "a", "type": "queue", "plan": "p"})
+    live = obj(doc["metadata"]["labels"], ["enmasse.messaging"], dict(doc["spec"]))
+    assert not objects.needs_apply(doc, live)
+    assert objects.needs_apply(doc, None)
+    assert objects.needs_apply(doc, obj(doc["metadata"]["labels"], ["enmasse.messaging"], dict(doc["spec"], plan="q")))
+    assert objects.needs_apply(doc, obj({}, ["kubectl"], dict(doc["spec"])))
+
+
+def test_conflict_message_names_fields_and_managers():
+    msg = k8s_apply.conflict_message("addresses[0](orders)", [
+        (".spec.plan", 'conflict with "ops-team" using enmasse.io/v1beta1'),
+        (".spec.deadletter", 'conflict with "ops-team" using enmasse.io/v1beta1')])
+    assert msg == ("addresses[0](orders): conflict: .spec.deadletter, .spec.plan owned by field manager 'ops-team'; "
+                   "another manager set a different value: set force_conflicts: true to take the field(s) over")
+
+
+def test_connection_from_options_and_environment(tmp_path):
+    ca = tmp_path / "ca.crt"
+    ca.write_text("x")
+    c = k8s_connection.resolve({"host": "https://api:6443/", "api_key": "t0k", "ca_cert": str(ca),
+                                "namespace": "ns1"}, environ={})
+    assert c.configuration.host == "https://api:6443" and c.namespace == "ns1"
+    assert c.configuration.api_key == {"authorization": "Bearer t0k"} and c.configuration.ssl_ca_cert == str(ca)
+    env = {"K8S_AUTH_HOST": "https://env:6443", "K8S_AUTH_API_KEY": "e", "K8S_AUTH_VERIFY_SSL": "no",
+           "K8S_AUTH_NAMESPACE": "ns2"}
+    c = k8s_connection.resolve({}, environ=env)
+    assert (c.configuration.host, c.configuration.verify_ssl, c.namespace) == ("https://env:6443", False, "ns2")
+    assert k8s_connection.secrets_of({}, env) == ["e"]
+    # options win over the environment
+    assert k8s_connection.resolve({"host": "https://opt"}, environ=env).configuration.host == "https://opt"
+
+
+def test_connection_kubeconfig_context_and_pod(tmp_path):
+    kc = tmp_path / "kc"
+    kc.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "a",
+        "clusters": [{"name": "c", "cluster": {"server": "https://kc:6443"}}],
+        "users": [{"name": "u", "user": {"token": "kt"}}],
+        "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}},
+                     {"name": "b", "context": {"cluster": "c", "user": "u", "namespace": "fromctx"}}]}))
+    c = k8s_connection.resolve({"kubeconfig": str(kc), "context": "b"}, environ={})
+    assert c.configuration.host == "https://kc:6443" and c.namespace == "fromctx"
+    assert k8s_connection.resolve({"kubeconfig": str(kc)}, environ={}).namespace == "default"
+    sa = tmp_path / "sa"
+    sa.mkdir()
+    (sa / "token").write_text("podtoken\n")
+    (sa / "namespace").write_text("podns")
+    c = k8s_connection.resolve({}, environ={"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"},
+                               sa_dir=str(sa))
+    assert c.configuration.host == "https://10.0.0.1:443" and c.namespace == "podns"
+    assert c.configuration.api_key == {"authorization": "Bearer podtoken"}
+    with pytest.raises(ConfigError, match="no cluster to connect to"):
+        k8s_connection.resolve({}, environ={"KUBECONFIG": str(tmp_path / "none")}, sa_dir=str(tmp_path / "nosa"))
+
+
+def test_backend_option_checks():
+    assert k8s_modules.selected({"backend": "kubernetes"})
+    assert not k8s_modules.selected({"backend": "hosts", "wait": False, "force_conflicts": False})
+    with pytest.raises(ConfigError, match="kubeconfig, wait: only used with backend: kubernetes"):
+        k8s_modules.selected({"backend": "hosts", "kubeconfig": "/x", "wait": True})
+
+
+def test_example_plans_file_is_the_default_catalogue():
+    with open(os.path.join(ROLE_FILES, "example-plans.yaml")) as f:
+        docs = yaml.safe_load(f)["items"]
+    cat = model_plans.Catalogue.default()
+    got = {"AddressPlan": {}, "AddressSpacePlan": {}}
+    for d in docs:
+        reader = model_plans.read_address_plan if d["kind"] == "AddressPlan" else model_plans.read_space_plan
+        plan, errs = reader(d)
+        assert not errs
+        got[d["kind"]][plan["name"]] = plan
+    assert got["AddressPlan"] == dict((n, cat.address_plan(n)) for n in cat.address_plan_names())
+    assert got["AddressSpacePlan"] == dict((n, cat.address_space_plan(n)) for n in cat.address_space_plan_names())
+
+
+def _schema_paths(schema, prefix=""):
+    out = set()
+    for k, v in (schema.get("properties") or {}).items():
+        out.add(prefix + k)
+        out |= _schema_paths(v, prefix + k + ".")
+    return out
+
+
+def test_crds_know_every_field_the_collection_writes():
+    """A field missing from a structural schema is pruned by the server: the
+    collection would apply it again on every run."""
+    crds = {}
+    for f in os.listdir(os.path.join(ROLE_FILES, "crds")):
+        with open(os.path.join(ROLE_FILES, "crds", f)) as fh:
+            d = yaml.safe_load(fh)
+        crds[d["spec"]["names"]["kind"]] = _schema_paths(d["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    addr = objects.address_object("s", {"address": "a", "type": "subscription", "plan": "p", "topic": "t",
+                                        "deadletter": "d", "expiry": "e", "message_ttl": {"minimum": 1, "maximum": 2},
+                                        "message_redelivery": {"maximum_delivery_attempts": 1, "redelivery_delay": 1,
+                                                               "redelivery_delay_multiplier": 1.5,
+                                                               "maximum_delivery_delay": 9},
+                                        "subscription": {"max_consumers": 2}})
+    for key, value in addr["spec"].items():
+        assert "spec." + key in crds["Address"]
+        for sub in (value if isinstance(value, dict) else {}):
+            assert "spec.%s.%s" % (key, sub) in crds["Address"]
+    for kind, plan in (("AddressPlan", {"name": "p", "address_type": "queue", "address_space_type": "brokered",
+                                        "resources": {"broker": 0.1}, "partitions": 1, "display_name": "P",
+                                        "message_ttl": {"maximum": 5}, "message_redelivery": {"redelivery_delay": 1}}),
+                       ("AddressSpacePlan", {"name": "s", "address_space_type": "brokered", "address_plans": ["p"],
+                                             "resource_limits": {"broker": 1}, "infra_config_ref": "default"})):
+        from ansible_collections.enmasse.messaging.plugins.module_utils.model.plan_documents import to_document
+        doc = to_document(plan, kind)
+        for key in doc["spec"]:
+            assert "spec." + key in crds[kind], (kind, key)
+        assert from_document(doc, kind)[1] == []
+    assert "status.messageCount" in crds["Address"] and "status.isReady" in crds["AddressSpace"]
