@@ -135,9 +135,10 @@ class Bench(object):
         return {"playbook": seconds, "task": float(task.group(1)) if task else None, "changed": changed}
 
     def module(self, addrs, expect_changed):
+        """Direct module invocation; (seconds, bytes of its JSON result)."""
         res = helpers.run_module("address", dict(self.defaults, address_space=SPACE, addresses=addrs, prune=True))
         assert res.rc == 0 and res.changed == expect_changed, (res.changed, str(res.result)[:2000])
-        return res.seconds
+        return res.seconds, len(res.stdout)
 
     def prune_all(self):
         res = helpers.run_module("address", dict(self.defaults, address_space=SPACE, addresses=[], prune=True))
@@ -213,7 +214,11 @@ def table(result):
         lines.append("| %s | %.2f s | %s | <= %.0f s | %s |" % (
             label, pb["playbook"], "%.2f s" % pb["task"] if pb["task"] is not None else "n/a", TARGETS[key],
             "met" if pb["playbook"] <= TARGETS[key] else "MISSED"))
-    lines.append("| module alone, no-change | %.2f s | | | |" % r["module_rerun"])
+    if r.get("module_first"):
+        lines.append("| module alone (direct invocation), first converge | %.2f s | | | result %.1f MB |" % (
+            r["module_first"], r["module_first_bytes"] / 1e6))
+    lines.append("| module alone, no-change | %.2f s | | | result %.1f kB |" % (
+        r["module_rerun"], r["module_rerun_bytes"] / 1e3))
     if r.get("prune"):
         lines.append("| delete all (prune, module alone) | %.2f s | | | |" % r["prune"])
     if r.get("phases"):
@@ -259,11 +264,13 @@ def main():
         result["broker_entities"] = bench.count_broker_queues()
         result["playbook"]["rerun"] = bench.playbook(addrs, False)
         print("re-run: %s" % result["playbook"]["rerun"], file=sys.stderr)
-        result["module_rerun"] = bench.module(addrs, False)
+        result["module_rerun"], result["module_rerun_bytes"] = bench.module(addrs, False)
         if args.profile:
             profile(bench, addrs, args.profile)
         if not args.no_phases:
             result["prune"] = bench.prune_all()
+            result["module_first"], result["module_first_bytes"] = bench.module(addrs, True)
+            bench.prune_all()
             result["phases"] = {"first": bench.phases(addrs, True), "rerun": bench.phases(addrs, False)}
         result["load_after"] = common.loadavg()
     finally:
