@@ -38,7 +38,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -228,8 +227,8 @@ def table(result):
         first, again = r["phases"]["first"], r["phases"]["rerun"]
         for ph in PHASE_ORDER:
             if ph in first or ph in again:
-                lines.append("| %s | %s | %s |" % (ph, "%.2f s" % first[ph] if ph in first else "",
-                                                  "%.2f s" % again[ph] if ph in again else ""))
+                cells = ["%.2f s" % run[ph] if ph in run else "" for run in (first, again)]
+                lines.append("| %s | %s | %s |" % (ph, cells[0], cells[1]))
     return "\n".join(lines)
 
 

@@ -148,7 +148,9 @@ class Run(MessagingHandler):
         if self.error:
             raise RuntimeError(self.error)
         lat = sorted(self.latencies)
-        p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1000.0  # noqa: E731
+
+        def p(q):
+            return lat[min(len(lat) - 1, int(q * len(lat)))] * 1000.0
         secs = self.last_recv - self.first_send
         return {"messages": self.received, "seconds": secs, "rate": self.received / secs,
                 "p50_ms": p(0.50), "p99_ms": p(0.99), "max_ms": lat[-1] * 1000.0, "released": self.released}
