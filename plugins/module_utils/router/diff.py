@@ -137,6 +137,15 @@ def plan_changes(desired, live, prune=True):
     if errors:
         raise ValidationError(errors)
     per_router = {}
+    # every router usually gets the same entity objects: normalise each once
+    wanted_cache = {}
+
+    def wanted(entity, attrs):
+        key = id(entity)
+        if key not in wanted_cache:
+            wanted_cache[key] = (entity, normalise(entity["type"], attrs))  # the entity keeps its id unique
+        return wanted_cache[key][1]
+
     for router in sorted(desired):
         want = desired[router] or {}
         have = dict((n, e) for n, e in ((live or {}).get(router) or {}).items() if owned(n))
@@ -149,10 +158,10 @@ def plan_changes(desired, live, prune=True):
                 creates.append(Change(CREATE, router, kind, name, attrs))
                 continue
             live_attrs = normalise(current["type"], _attrs(current))
-            if current["type"] == kind and live_attrs == normalise(kind, attrs):
+            if current["type"] == kind and live_attrs == wanted(entity, attrs):
                 continue
             if (current["type"] == kind and kind in UPDATABLE
-                    and live_attrs.get("hostname") == normalise(kind, attrs).get("hostname")):
+                    and live_attrs.get("hostname") == wanted(entity, attrs).get("hostname")):
                 updates.append(Change(UPDATE, router, kind, name, attrs, before=live_attrs))
                 continue
             deletes.append(Change(DELETE, router, current["type"], name, before=live_attrs, replace=True))

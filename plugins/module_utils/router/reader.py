@@ -94,12 +94,16 @@ def defaults(kind, attrs):
     """``ATTRIBUTES[kind]`` with the defaults the router computes from the
     entity itself: a waypoint address's egressPhase is 1, an autoLink's
     phase is 1 for direction ``in`` (0 for ``out``)."""
-    known = ATTRIBUTES[kind]
     if kind == "address" and attrs.get("waypoint"):
-        known = dict(known, egressPhase=1)
-    elif kind == "autoLink" and attrs.get("direction") == "in":
-        known = dict(known, phase=1)
-    return known
+        return _WAYPOINT_ADDRESS
+    if kind == "autoLink" and attrs.get("direction") == "in":
+        return _AUTOLINK_IN
+    return ATTRIBUTES[kind]
+
+
+# computed once (normalise runs for every entity read or compared); never modified
+_WAYPOINT_ADDRESS = dict(ATTRIBUTES["address"], egressPhase=1)
+_AUTOLINK_IN = dict(ATTRIBUTES["autoLink"], phase=1)
 
 
 def normalise(kind, attrs, compare=True):

@@ -20,13 +20,14 @@ def open_session(infra):
     return _client.ManagementSession(infra["management_url"], timeout=infra.get("timeout") or 60)
 
 
-def read(session, router_ids, prefixes):
+def read(session, router_ids, prefixes, kinds=None):
     """({router: {name: entity}}, {router: {name: status}}) for the owned
-    entities whose names start with one of ``prefixes``; a router that is
-    not in the mesh now is ``None`` in the first (unreachable)."""
+    entities whose names start with one of ``prefixes`` (of ``kinds``, default
+    all); a router that is not in the mesh now is ``None`` in the first
+    (unreachable)."""
     mesh = set(session.routers())
     reachable = [r for r in router_ids if r in mesh]
-    live, status = _reader.read_owned(session, reachable, check=False) if reachable else ({}, {})
+    live, status = _reader.read_owned(session, reachable, kinds=kinds, check=False) if reachable else ({}, {})
     out_live, out_status = {}, {}
     for r in router_ids:
         if r not in mesh:

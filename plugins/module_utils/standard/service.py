@@ -38,6 +38,8 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.standard import 
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import routers as _routers
 
 STORED = ("queue", "topic", "subscription", "deadletter")
+# the kinds of a space's own entities (vhost, auth plugin, listener) and the broker connectors
+SPACE_KINDS = (_ent.VHOST, _ent.AUTH_PLUGIN, _ent.LISTENER, _ent.CONNECTOR)
 READY_WAIT = 15.0
 
 
@@ -95,8 +97,11 @@ class StandardService(object):
     def session(self):
         return _routers.open_session(self.infra)
 
-    def read_routers(self, session, space):
-        return _routers.read(session, self.router_ids, [_ent.space_prefix(space), _ent.BROKER_CONNECTOR])
+    def read_routers(self, session, space, kinds=None):
+        """The space's entities and the broker connectors on every router
+        (``kinds``: only those, e.g. ``SPACE_KINDS``: a space's own entities
+        without its addresses, which may be tens of thousands)."""
+        return _routers.read(session, self.router_ids, [_ent.space_prefix(space), _ent.BROKER_CONNECTOR], kinds)
 
 
 # ------------------------------------------------------------------ opening
@@ -133,7 +138,8 @@ def placement_for(service, space, splan, addresses, catalogue, ledger, live_brok
     {name: [brokers]}, pending {name: reason}, released [(name, broker)])."""
     existing = [a for a in addresses if a["address"] in ledger.addresses
                 and (ledger.homes.get(a["address"]) or {}).get("placed")]
-    new = [a for a in addresses if a not in existing]
+    kept_existing = set(a["address"] for a in existing)  # names are unique (validated)
+    new = [a for a in addresses if a["address"] not in kept_existing]
     ordered = existing + new
     current = dict((n, list(h.get("brokers") or [])) for n, h in ledger.homes.items())
     plans = dict((n, a.get("plan")) for n, a in ledger.addresses.items())
@@ -144,7 +150,6 @@ def placement_for(service, space, splan, addresses, catalogue, ledger, live_brok
     limits = splan.get("resource_limits") or {}
     res = _placement.place(items, brokers=list(service.broker_names), limits=limits)
     homes, pending, draining = {}, {}, {}
-    kept_existing = set(a["address"] for a in existing)
     for name, reason in res.pending.items():
         if name in kept_existing and not current.get(name):
             homes[name] = []  # a router-only address that exists is never evicted
@@ -380,9 +385,7 @@ def _wait_ready(service, session, space, desired, timeout=READY_WAIT):
 def address_statuses(service, space, addresses, homes, draining, pending, desired, live_routers, router_status,
                      live_brokers, applied=True):
     by_addr = {}
-    for ename, ent in desired.items():
-        for a in addresses:
-            pass
+    for ename in desired:
         by_addr.setdefault(_address_of_entity(space, ename), []).append(ename)
     out = {}
     for a in addresses:
@@ -557,7 +560,7 @@ def converge_space(service, ledger, desired, catalogue, connection_file=None, ch
                   if desired.get(k) is not None)
     record["port"] = port
     with service.session() as session:
-        live, status = service.read_routers(session, name)
+        live, status = service.read_routers(session, name, SPACE_KINDS)
         want = space_level(service, name, port, record)
         # the space's address entities stay as they are: only the space-level ones are converged here
         scope = set(want) | set(n for r in live.values() for n in r
@@ -576,7 +579,7 @@ def converge_space(service, ledger, desired, catalogue, connection_file=None, ch
             ledger.save()
             if connection_file:
                 _infra.write_connection_file(connection_file, connection_data(service, name, record, ledger.path))
-            live, status = service.read_routers(session, name)
+            live, status = service.read_routers(session, name, SPACE_KINDS)
         view = copy.copy(ledger)
         view.space = record
         st = space_status(service, name, view, live, status)
@@ -635,7 +638,7 @@ def space_info(service, ledger, name):
     live, status, error = None, {}, None
     try:
         with service.session() as session:
-            live, status = service.read_routers(session, name)
+            live, status = service.read_routers(session, name, SPACE_KINDS)
     except (ServiceError, ClientError) as e:
         error = str(e)
     st = space_status(service, name, ledger, live or {}, status or {}, error)
