@@ -386,7 +386,7 @@ def converge(module):
     report = p["return_addresses"] or ("changed" if p["addresses"] is not None else "all")
     if standard.is_standard(p, p["address_space"]):
         return standard.module_addresses(p, present, absent, positions, module.check_mode,
-                                         runner.secret_hider(module), report)
+                                         runner.secret_hider(module), report, diff_mode=module._diff)
     conn, ledger, space, service = open_space(p, p["address_space"], runner.secret_hider(module))
     if not space["plan"]:
         raise ConfigError(
