@@ -152,6 +152,9 @@ def parse_args(argv=None):
     p.add_argument("--conf", action="append", help="extra Spark conf key=value (repeatable)")
     p.add_argument("--log-level", default="WARN")
     p.add_argument("--no-report", action="store_true", help="write only the JSON plan")
+    p.add_argument("--out-aggregates", help="also write the aggregated statistics the plan is made from (JSON: "
+                   "per address and node, per address and node kind, node windows, node throughput, per-space "
+                   "series; for checks and bench/capacity)")
     return p.parse_args(argv)
 
 
@@ -236,8 +239,19 @@ def run(args):
         from . import report
         html = report.render(plan, agg)
         outputs = [(args.out_report, html)]
+    if args.out_aggregates:
+        outputs.append((args.out_aggregates, json.dumps(_clean(aggregates_document(agg)), sort_keys=True,
+                                                        default=_json_default)))
     atomic_write_all(outputs + [(args.out_plan, text)])
     return plan
+
+
+def aggregates_document(agg):
+    """The aggregated statistics of ``aggregate`` as plain JSON data (tuple
+    keys of ``authoritative`` become lists)."""
+    doc = dict((k, v) for k, v in agg.items() if k not in ("authoritative", "timings"))
+    doc["authoritative"] = sorted(list(k) + [v] for k, v in agg.get("authoritative", {}).items())
+    return doc
 
 
 def main(argv=None):
