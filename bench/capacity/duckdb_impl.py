@@ -85,28 +85,30 @@ def aggregate(root, threads=2, memory_limit=None, temp_dir=None):
 
     # ---- the samples: deltas over (address, node) series, per window ---------
     t1 = time.time()
-    restarted = " OR ".join(
-        "(infra = %s AND node = %s AND node_kind = %s AND p_t < %r AND t >= %r)" % (_q(i), _q(n), _q(k), rt, rt)
-        for i, n, k, rt in restarts) or "false"
     types = "CASE address_type %s END" % " ".join(
         "WHEN %s THEN %d" % (_q(t), i) for i, t in enumerate(lib.ADDRESS_TYPES))
+    # the heavy steps group on 64-bit hashes, not on strings (as the job does);
+    # the names come back from a small table of the distinct series
+    restarted = " OR ".join(
+        "(nid = hash(%s, %s, %s) AND p_t < %r AND t >= %r)" % (_q(i), _q(n), _q(k), rt, rt)
+        for i, n, k, rt in restarts) or "false"
     con.execute("""
         CREATE TEMP TABLE anw AS
         WITH s AS (
-          SELECT infra, address_space, address, node, node_kind, plan, %(types)s AS type_code,
-                 epoch_us(ts) / 1e6 AS t,
+          SELECT hash(infra, address_space, address) AS aid, hash(infra, node, node_kind) AS nid,
+                 plan, %(types)s AS type_code, epoch_us(ts) / 1e6 AS t,
                  CASE WHEN node_kind = 'router' THEN deliveries_ingress ELSE messages_added END AS c_in,
                  CASE WHEN node_kind = 'router' THEN deliveries_egress ELSE messages_acknowledged END AS c_out,
                  message_count, coalesce(persistent_size, address_size) AS size, consumer_count, links
           FROM %(addr)s),
         l AS (
           SELECT *, lag(t) OVER w AS p_t, lag(c_in) OVER w AS p_in, lag(c_out) OVER w AS p_out
-          FROM s WINDOW w AS (PARTITION BY infra, address_space, address, node, node_kind ORDER BY t)),
+          FROM s WINDOW w AS (PARTITION BY aid, nid ORDER BY t)),
         d AS (
           SELECT *, t - p_t AS dt, p_t IS NOT NULL AND t - p_t > 0 AND t - p_t <= %(max_gap)r AS ok,
                  coalesce(%(restarted)s, false) AS restarted, floor(t / %(W)r) * %(W)r AS ws
           FROM l)
-        SELECT infra, address_space, address, node, node_kind, ws,
+        SELECT aid, nid, ws,
                coalesce(sum(CASE WHEN ok THEN CASE WHEN restarted OR c_in < p_in THEN c_in ELSE c_in - p_in END
                                  END), 0) AS inc_in,
                coalesce(sum(CASE WHEN ok THEN CASE WHEN restarted OR c_out < p_out THEN c_out ELSE c_out - p_out END
@@ -124,12 +126,20 @@ def aggregate(root, threads=2, memory_limit=None, temp_dir=None):
                min(t) AS t_first, max(t) AS t_last
         FROM d GROUP BY ALL""" % {"types": types, "addr": addr, "max_gap": max_gap, "restarted": restarted,
                                   "W": W})
+    timings["deltas_window"] = time.time() - t1
     con.execute("""
-        ALTER TABLE anw ADD COLUMN valid BOOLEAN;
-        UPDATE anw SET valid = dt >= %(cov)r;
-        ALTER TABLE anw ADD COLUMN r_in DOUBLE; ALTER TABLE anw ADD COLUMN r_out DOUBLE;
-        UPDATE anw SET r_in = CASE WHEN dt > 0 THEN inc_in / dt END, r_out = CASE WHEN dt > 0 THEN inc_out / dt END
-        """ % {"cov": min_cov * W - 1e-9})
+        CREATE TEMP TABLE names AS
+        SELECT DISTINCT hash(infra, address_space, address) AS aid, hash(infra, node, node_kind) AS nid,
+               infra, address_space, address, node, node_kind
+        FROM %s""" % addr)
+    timings["deltas_names"] = time.time() - t1
+    con.execute("""
+        CREATE TEMP TABLE anw2 AS
+        SELECT n.infra, n.address_space, n.address, n.node, n.node_kind, a.* EXCLUDE (aid, nid),
+               dt >= %(cov)r AS valid, CASE WHEN dt > 0 THEN inc_in / dt END AS r_in,
+               CASE WHEN dt > 0 THEN inc_out / dt END AS r_out
+        FROM anw a JOIN names n USING (aid, nid);
+        DROP TABLE anw; ALTER TABLE anw2 RENAME TO anw""" % {"cov": min_cov * W - 1e-9})
     timings["deltas"] = time.time() - t1
 
     # ---- per series (address on a node) ---------------------------------------
