@@ -66,6 +66,27 @@ def _spark_session(args):
     return spark, existing is None
 
 
+def check_master(master, timeout=10.0):
+    """A standalone master (spark://host:port[,host:port...]) must answer
+    before Spark starts: without it Spark retries its registration for a
+    minute and then fails with a message that does not name the master."""
+    import socket
+    if not master.startswith("spark://"):
+        return
+    problems = []
+    for hp in master[len("spark://"):].split(","):
+        host, _sep, port = hp.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise InputError("--master %s: expected spark://host:port[,host:port...]" % master)
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+            return
+        except (OSError, socket.timeout) as e:
+            problems.append("%s:%s: %s" % (host, port, getattr(e, "strerror", None) or e))
+    raise InputError("the Spark master %s is unreachable (%s): is the master running there and its address and "
+                     "port right? No plan written" % (master, "; ".join(problems)))
+
+
 def atomic_write_all(pairs):
     """Write every (path, text) to a temp file beside it, then rename them all
     into place. All or nothing: when any step fails, the files written so far
@@ -195,6 +216,7 @@ def run(args, progress=None):
         if os.path.exists(d) and not os.access(d, os.W_OK):
             raise InputError("output directory %s is not writable" % d)
     precheck_store(args.metrics)
+    check_master(args.master)
     progress.phase("start Spark")
     spark, owned = _spark_session(args)
     progress.attach(spark.sparkContext)
