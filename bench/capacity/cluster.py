@@ -102,7 +102,7 @@ def main(argv=None):
     p.add_argument("--driver-memory", default="1g")
     p.add_argument("--executor-memory", default="1g")
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results",
-                                                  "cluster.json"))
+                                                 "cluster.json"))
     a = p.parse_args(argv)
     ids = dict((c, _cid(c)) for c in CONTAINERS)
     if not all(ids.values()):

@@ -99,8 +99,8 @@ def main(argv=None):
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump(res, f, indent=2)
-    print(json.dumps({k: res[k] for k in ("addresses", "address_rows", "median_seconds", "addresses_per_second",
-                                           "load_before", "load_after")}, indent=1))
+    keys = ("addresses", "address_rows", "median_seconds", "addresses_per_second", "load_before", "load_after")
+    print(json.dumps(dict((k, res[k]) for k in keys), indent=1))
     return 0
 
 

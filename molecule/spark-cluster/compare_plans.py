@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Two capacity plans are the same plan: every field equal, numbers to a
 relative 1e-9 (sums over a shuffle may add in another order on a cluster),
 ignoring what says when and how the job ran (generated_at, job, the stage
