@@ -39,6 +39,8 @@ class ActionModule(ActionBase):
         t0 = time.time()
         res = self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars)
         changed = bool(res.get("changed"))
+        # systemd forgets a oneshot's InvocationID when it ends: keep the run's
+        invocation = res.get("invocation_id")
         last = None
         while not res.get("failed") and res.get("running"):
             line = res.get("line")
@@ -50,8 +52,10 @@ class ActionModule(ActionBase):
                                             "it was not stopped" % timeout)
                 break
             res = self._execute_module(module_name=MODULE, module_args=dict(args, start=False), task_vars=task_vars)
+            invocation = res.get("invocation_id") or invocation
         if res.get("line") and res.get("line") != last and not res.get("failed"):
             display.display("%s: %s" % (host, res["line"]))
         result.update(res)
+        result["invocation_id"] = res.get("invocation_id") or invocation
         result["changed"] = changed or bool(res.get("changed"))
         return result

@@ -97,6 +97,10 @@ phases:
   type: list
   elements: dict
   sample: [{phase: start Spark, seconds: 6.1}, {phase: "aggregate: counter deltas and per-series statistics", seconds: 33.0}]
+invocation_id:
+  description: systemd's id of the run (C(journalctl _SYSTEMD_INVOCATION_ID=<id>) shows its log).
+  returned: always
+  type: str
 log:
   description: The last lines of the failed run's journal.
   returned: when the run failed
