@@ -70,6 +70,19 @@ def _rss(pid):
         return 0
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(pid):
+    """user + system CPU seconds of one process so far."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            parts = f.read().rsplit(")", 1)[1].split()
+        return (int(parts[11]) + int(parts[12])) / float(TICK)
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def _cmd(pid):
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as f:
@@ -85,6 +98,7 @@ class Sampler(threading.Thread):
         self.cap = cap_bytes
         self.interval = interval
         self.peak = {"python": 0, "jvm": 0, "total": 0}
+        self.cpu = {}       # pid -> CPU seconds (the last reading of each process of the tree)
         self.killed = False
         self.stop = False
 
@@ -93,6 +107,7 @@ class Sampler(threading.Thread):
             pids = [self.proc.pid] + _children(self.proc.pid)
             py = jvm = 0
             for p in pids:
+                self.cpu[p] = max(self.cpu.get(p, 0.0), _cpu(p))
                 r = _rss(p)
                 c = _cmd(p)
                 if "java" in c.split(" ")[0]:
@@ -123,6 +138,7 @@ def measured(cmd, cap_bytes=None, env=None):
     s.stop = True
     s.join()
     return {"seconds": round(time.time() - t0, 2), "rc": proc.returncode, "killed_at_cap": s.killed,
+            "cpu_seconds": round(sum(s.cpu.values()), 1),
             "peak_rss_bytes": s.peak, "stdout": out.decode(errors="replace")[-2000:],
             "stderr": err.decode(errors="replace")[-3000:]}
 
@@ -262,7 +278,7 @@ def main(argv=None):
                 cmd += ["--shuffle-partitions", str(a.shuffle_partitions)]
             run["load_before_spark"] = loadavg()
             s = measured(cmd)
-            run["spark"] = {k: s[k] for k in ("seconds", "rc", "peak_rss_bytes")}
+            run["spark"] = {k: s[k] for k in ("seconds", "cpu_seconds", "rc", "peak_rss_bytes")}
             run["load_after_spark"] = loadavg()
             if s["rc"] == 0:
                 with open(plan) as f:
@@ -280,7 +296,7 @@ def main(argv=None):
                 cmd += ["--memory-limit", a.duckdb_memory_limit]
             run["load_before_duckdb"] = loadavg()
             r = measured(cmd)
-            run["duckdb"] = {k: r[k] for k in ("seconds", "rc", "peak_rss_bytes")}
+            run["duckdb"] = {k: r[k] for k in ("seconds", "cpu_seconds", "rc", "peak_rss_bytes")}
             if r["rc"] == 0:
                 with open(out) as f:
                     peer = json.load(f)
@@ -294,6 +310,9 @@ def main(argv=None):
                                               "max_relative_difference": c["max_relative_difference"],
                                               "problems": c["problems"][:10]}
                     run["ratio_spark_duckdb"] = round(run["spark"]["seconds"] / run["duckdb"]["seconds"], 2)
+                    if run["duckdb"]["cpu_seconds"]:
+                        run["cpu_ratio_spark_duckdb"] = round(run["spark"]["cpu_seconds"]
+                                                              / run["duckdb"]["cpu_seconds"], 2)
             else:
                 run["duckdb"]["stderr"] = r["stderr"][-1500:]
         if not a.skip_pandas:
@@ -335,9 +354,9 @@ def summary_line(r):
 
 
 def markdown(results):
-    lines = ["| samples | addresses | Parquet | Spark wall s | Spark agg s | Spark peak GiB (JVM / Python) "
-             "| DuckDB wall s | DuckDB peak GiB | Spark / DuckDB | max rel. diff (values) | pandas wall s "
-             "| pandas peak GiB | load avg (1 min) |",
+    lines = ["| samples | addresses | Parquet | Spark wall s (CPU s) | Spark agg s | Spark peak GiB (JVM / Python) "
+             "| DuckDB wall s (CPU s) | DuckDB peak GiB | Spark / DuckDB wall (CPU) | max rel. diff (values) "
+             "| pandas wall s | pandas peak GiB | load avg (1 min) |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in sorted(results["runs"], key=lambda r: r.get("samples") or 0):
         s, dk, pnd = r.get("spark") or {}, r.get("duckdb") or {}, r.get("pandas") or {}
@@ -348,11 +367,13 @@ def markdown(results):
         cmp_ = r.get("spark_vs_duckdb")
         lines.append("| %s | %s | %s MiB | %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %s |" % (
             "{:,}".format(r.get("samples") or 0), r.get("addresses"), int((r.get("data_bytes") or 0) / 2 ** 20),
-            s.get("seconds") if s.get("rc") == 0 else "rc=%s" % s.get("rc"),
+            "%s (%s)" % (s.get("seconds"), s.get("cpu_seconds", "-")) if s.get("rc") == 0 else "rc=%s" % s.get("rc"),
             (s.get("job_seconds") or {}).get("spark", "-"), _gib(pk.get("jvm")), _gib(pk.get("python")),
-            dk.get("seconds") if dk.get("rc") == 0 else ("rc=%s" % dk.get("rc") if dk else "-"),
+            "%s (%s)" % (dk.get("seconds"), dk.get("cpu_seconds", "-")) if dk.get("rc") == 0
+            else ("rc=%s" % dk.get("rc") if dk else "-"),
             _gib((dk.get("peak_rss_bytes") or {}).get("total")),
-            "%.2fx" % r["ratio_spark_duckdb"] if r.get("ratio_spark_duckdb") else "-",
+            "%.2fx (%s)" % (r["ratio_spark_duckdb"], "%.2fx" % r["cpu_ratio_spark_duckdb"]
+                            if r.get("cpu_ratio_spark_duckdb") else "-") if r.get("ratio_spark_duckdb") else "-",
             ("%.1e (%d)%s" % (cmp_["max_relative_difference"], cmp_["compared_values"],
                               "" if not cmp_["problems"] else " PROBLEMS")) if cmp_ else "-",
             pandas_s, _gib(pp.get("total")),
