@@ -1,10 +1,13 @@
 # -*- coding: utf-8 -*-
-"""Capacity-planning benchmark: the Spark job against a single-process pandas
-implementation of the same aggregation, on generated metrics.
+"""Capacity-planning benchmark: the Spark job against single-process peers
+on generated metrics, in one run (so the machine's load is the same for both):
+DuckDB (``duckdb_impl.py``, the reference peer: the job's whole aggregation,
+compared with the job's statistics value by value) and pandas
+(``pandas_impl.py``: per-address rates and percentiles only).
 
-    python bench/capacity/run.py --sizes 1M,10M,50M [--data-dir /tmp/enmasse-capacity-bench]
-        [--master local[2]] [--driver-memory 8g] [--pandas-cap-gb 12] [--skip-pandas]
-        [--out bench/results/capacity.json]
+    python bench/capacity/run.py --sizes 1M,10M,50M,100M [--data-dir /tmp/enmasse-capacity-bench]
+        [--master local[2]] [--driver-memory 3g] [--duckdb-threads 2] [--skip-pandas] [--skip-duckdb]
+        [--pandas-cap-gb 12] [--event-log DIR] [--out bench/results/capacity.json]
 
 For each size N (samples = rows in the store): generate the store with
 spark_jobs/generate_metrics.py --target-samples N (2 days at 1-minute samples;
@@ -12,6 +15,9 @@ the address count grows with N), then run
 
 * the real job: ``python spark_jobs/capacity_plan.py --master local[2] ...``
   (aggregation, planning and the HTML report, end to end);
+* ``bench/capacity/duckdb_impl.py`` with --duckdb-threads (2: the cores
+  local[2] gets): every statistic the job computes; ``compare.py`` checks
+  the two agree (the job writes them with --out-aggregates);
 * ``bench/capacity/pandas_impl.py`` (rates, windows, percentiles per address).
 
 Each runs as its own process tree; a sampler reads /proc every 0.2 s and
@@ -64,6 +70,19 @@ def _rss(pid):
         return 0
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(pid):
+    """user + system CPU seconds of one process so far."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            parts = f.read().rsplit(")", 1)[1].split()
+        return (int(parts[11]) + int(parts[12])) / float(TICK)
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def _cmd(pid):
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as f:
@@ -79,6 +98,7 @@ class Sampler(threading.Thread):
         self.cap = cap_bytes
         self.interval = interval
         self.peak = {"python": 0, "jvm": 0, "total": 0}
+        self.cpu = {}       # pid -> CPU seconds (the last reading of each process of the tree)
         self.killed = False
         self.stop = False
 
@@ -87,6 +107,7 @@ class Sampler(threading.Thread):
             pids = [self.proc.pid] + _children(self.proc.pid)
             py = jvm = 0
             for p in pids:
+                self.cpu[p] = max(self.cpu.get(p, 0.0), _cpu(p))
                 r = _rss(p)
                 c = _cmd(p)
                 if "java" in c.split(" ")[0]:
@@ -117,6 +138,7 @@ def measured(cmd, cap_bytes=None, env=None):
     s.stop = True
     s.join()
     return {"seconds": round(time.time() - t0, 2), "rc": proc.returncode, "killed_at_cap": s.killed,
+            "cpu_seconds": round(sum(s.cpu.values()), 1),
             "peak_rss_bytes": s.peak, "stdout": out.decode(errors="replace")[-2000:],
             "stderr": err.decode(errors="replace")[-3000:]}
 
@@ -144,7 +166,12 @@ def machine():
         java = None
     import pyspark
     import pandas
-    return {"cpus": os.cpu_count(), "cpu": cpu, "mem_bytes": mem, "python": platform.python_version(),
+    try:
+        import duckdb
+        duck = duckdb.__version__
+    except ImportError:
+        duck = None
+    return {"duckdb": duck, "cpus": os.cpu_count(), "cpu": cpu, "mem_bytes": mem, "python": platform.python_version(),
             "java": java, "pyspark": pyspark.__version__, "pandas": pandas.__version__,
             "os": platform.platform()}
 
@@ -196,7 +223,12 @@ def main(argv=None):
     p.add_argument("--sizes", default="1M,10M,50M")
     p.add_argument("--data-dir", default="/tmp/enmasse-capacity-bench")
     p.add_argument("--master", default="local[2]")
-    p.add_argument("--driver-memory", default="8g")
+    p.add_argument("--driver-memory", default="3g")
+    p.add_argument("--duckdb-threads", type=int, default=2)
+    p.add_argument("--duckdb-memory-limit", default=None, help="DuckDB memory_limit (default: DuckDB's)")
+    p.add_argument("--skip-duckdb", action="store_true")
+    p.add_argument("--event-log", help="write the job's Spark event log here (stages, shuffle, spills)")
+    p.add_argument("--job-args", default="", help="extra arguments of capacity_plan.py (one string, split on spaces)")
     p.add_argument("--shuffle-partitions", type=int, default=None)
     p.add_argument("--pandas-cap-gb", type=float, default=12.0)
     p.add_argument("--skip-pandas", action="store_true")
@@ -237,20 +269,52 @@ def main(argv=None):
             cmd = [sys.executable, os.path.join(REPO, "spark_jobs", "capacity_plan.py"), "--metrics", d,
                    "--model", os.path.join(d, "model.json"), "--master", a.master, "--out-plan", plan,
                    "--out-report", os.path.join(d, "report.html"), "--driver-memory", a.driver_memory,
-                   "--conf", "spark.ui.enabled=false"]
+                   "--conf", "spark.ui.enabled=false", "--out-aggregates", os.path.join(d, "aggregates.json")]
+            if a.event_log:
+                os.makedirs(a.event_log, exist_ok=True)
+                cmd += ["--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.dir=" + a.event_log]
+            cmd += a.job_args.split()
             if a.shuffle_partitions:
                 cmd += ["--shuffle-partitions", str(a.shuffle_partitions)]
             run["load_before_spark"] = loadavg()
             s = measured(cmd)
-            run["spark"] = {k: s[k] for k in ("seconds", "rc", "peak_rss_bytes")}
+            run["spark"] = {k: s[k] for k in ("seconds", "cpu_seconds", "rc", "peak_rss_bytes")}
             run["load_after_spark"] = loadavg()
             if s["rc"] == 0:
                 with open(plan) as f:
                     pj = json.load(f)
                 run["spark"]["job_seconds"] = pj["job"]["seconds"]
                 run["spark"]["stage_seconds"] = pj["data_quality"]["timings_seconds"]
+                run["spark"]["phases"] = pj["job"].get("phases")
             else:
                 run["spark"]["stderr"] = s["stderr"]
+        if not a.skip_duckdb:
+            out = os.path.join(d, "duckdb.json")
+            cmd = [sys.executable, os.path.join(HERE, "duckdb_impl.py"), d, out, "--threads", str(a.duckdb_threads),
+                   "--temp-dir", os.path.join(a.data_dir, "duckdb-spill")]
+            if a.duckdb_memory_limit:
+                cmd += ["--memory-limit", a.duckdb_memory_limit]
+            run["load_before_duckdb"] = loadavg()
+            r = measured(cmd)
+            run["duckdb"] = {k: r[k] for k in ("seconds", "cpu_seconds", "rc", "peak_rss_bytes")}
+            if r["rc"] == 0:
+                with open(out) as f:
+                    peer = json.load(f)
+                run["duckdb"]["timings"] = peer["timings"]
+                agg = os.path.join(d, "aggregates.json")
+                if not a.skip_spark and run["spark"]["rc"] == 0:
+                    from compare import compare as compare_aggregates
+                    with open(agg) as f:
+                        c = compare_aggregates(json.load(f), peer)
+                    run["spark_vs_duckdb"] = {"compared_values": c["values"],
+                                              "max_relative_difference": c["max_relative_difference"],
+                                              "problems": c["problems"][:10]}
+                    run["ratio_spark_duckdb"] = round(run["spark"]["seconds"] / run["duckdb"]["seconds"], 2)
+                    if run["duckdb"]["cpu_seconds"]:
+                        run["cpu_ratio_spark_duckdb"] = round(run["spark"]["cpu_seconds"]
+                                                              / run["duckdb"]["cpu_seconds"], 2)
+            else:
+                run["duckdb"]["stderr"] = r["stderr"][-1500:]
         if not a.skip_pandas:
             out = os.path.join(d, "pandas.json")
             run["load_before_pandas"] = loadavg()
@@ -279,29 +343,40 @@ def _gib(b):
 
 
 def summary_line(r):
-    s, pnd = r.get("spark") or {}, r.get("pandas") or {}
-    return ("%s samples: spark %ss rc=%s peak %s GiB | pandas %ss rc=%s peak %s GiB%s" % (
-        r.get("samples"), s.get("seconds"), s.get("rc"), _gib((s.get("peak_rss_bytes") or {}).get("total")),
-        pnd.get("seconds"), pnd.get("rc"), _gib((pnd.get("peak_rss_bytes") or {}).get("total")),
-        " (killed at cap)" if pnd.get("killed_at_cap") else ""))
+    s, dk, pnd = r.get("spark") or {}, r.get("duckdb") or {}, r.get("pandas") or {}
+    return ("%s samples: spark %ss rc=%s peak %s GiB | duckdb %ss rc=%s peak %s GiB | ratio %s | "
+            "pandas %ss rc=%s peak %s GiB%s" % (
+                r.get("samples"), s.get("seconds"), s.get("rc"), _gib((s.get("peak_rss_bytes") or {}).get("total")),
+                dk.get("seconds"), dk.get("rc"), _gib((dk.get("peak_rss_bytes") or {}).get("total")),
+                r.get("ratio_spark_duckdb"),
+                pnd.get("seconds"), pnd.get("rc"), _gib((pnd.get("peak_rss_bytes") or {}).get("total")),
+                " (killed at cap)" if pnd.get("killed_at_cap") else ""))
 
 
 def markdown(results):
-    lines = ["| samples | addresses | Parquet | Spark wall s | Spark agg s | JVM peak GiB | driver Python peak GiB "
-             "| pandas wall s | pandas peak GiB | max rel. diff | load avg (1 min) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| samples | addresses | Parquet | Spark wall s (CPU s) | Spark agg s | Spark peak GiB (JVM / Python) "
+             "| DuckDB wall s (CPU s) | DuckDB peak GiB | Spark / DuckDB wall (CPU) | max rel. diff (values) "
+             "| pandas wall s | pandas peak GiB | load avg (1 min) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in sorted(results["runs"], key=lambda r: r.get("samples") or 0):
-        s, pnd = r.get("spark") or {}, r.get("pandas") or {}
+        s, dk, pnd = r.get("spark") or {}, r.get("duckdb") or {}, r.get("pandas") or {}
         pk = s.get("peak_rss_bytes") or {}
         pp = pnd.get("peak_rss_bytes") or {}
         pandas_s = pnd.get("seconds") if pnd.get("rc") == 0 else ("killed at cap" if pnd.get("killed_at_cap")
                                                                   else ("rc=%s" % pnd.get("rc") if pnd else "-"))
-        lines.append("| %s | %s | %s MiB | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        cmp_ = r.get("spark_vs_duckdb")
+        lines.append("| %s | %s | %s MiB | %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %s |" % (
             "{:,}".format(r.get("samples") or 0), r.get("addresses"), int((r.get("data_bytes") or 0) / 2 ** 20),
-            s.get("seconds") if s.get("rc") == 0 else "rc=%s" % s.get("rc"),
+            "%s (%s)" % (s.get("seconds"), s.get("cpu_seconds", "-")) if s.get("rc") == 0 else "rc=%s" % s.get("rc"),
             (s.get("job_seconds") or {}).get("spark", "-"), _gib(pk.get("jvm")), _gib(pk.get("python")),
+            "%s (%s)" % (dk.get("seconds"), dk.get("cpu_seconds", "-")) if dk.get("rc") == 0
+            else ("rc=%s" % dk.get("rc") if dk else "-"),
+            _gib((dk.get("peak_rss_bytes") or {}).get("total")),
+            "%.2fx (%s)" % (r["ratio_spark_duckdb"], "%.2fx" % r["cpu_ratio_spark_duckdb"]
+                            if r.get("cpu_ratio_spark_duckdb") else "-") if r.get("ratio_spark_duckdb") else "-",
+            ("%.1e (%d)%s" % (cmp_["max_relative_difference"], cmp_["compared_values"],
+                              "" if not cmp_["problems"] else " PROBLEMS")) if cmp_ else "-",
             pandas_s, _gib(pp.get("total")),
-            "%.1e" % r["spark_vs_pandas"]["max_relative_difference"] if r.get("spark_vs_pandas") else "-",
             (r.get("load_before_spark") or ["-"])[0]))
     return "\n".join(lines)
 

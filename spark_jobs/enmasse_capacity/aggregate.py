@@ -246,7 +246,7 @@ def _add_name(names, h, key):
 
 
 def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partitions=False,
-              known_addresses=(), known_plans=(), salt=0):
+              known_addresses=(), known_plans=(), salt=0, on_phase=None):
     """All Spark work. Returns a dict of small, aggregated, collected results.
 
     One pass over the address samples does the heavy work: counter deltas (a
@@ -258,8 +258,11 @@ def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partition
     and the node samples, with a filtered scan for anything they do not name.
 
     ``adaptive_partitions``: set spark.sql.shuffle.partitions from the size of
-    the input (two shuffle partitions per input split, at least two per core)."""
+    the input (two shuffle partitions per input split, at least two per core).
+
+    ``on_phase(name)`` is called as each step starts (progress reporting)."""
     from pyspark.sql import functions as F
+    on_phase = on_phase or (lambda name: None)
 
     out = {"totals": {}}
     timings = {}
@@ -277,17 +280,17 @@ def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partition
     with ThreadPoolExecutor(max_workers=2) as pool:
         try:
             return _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, salt,
-                              infra_filter, out, timings, t0)
+                              infra_filter, out, timings, t0, on_phase)
         except _Collision:
             pass
     if salt >= 5:
         raise RuntimeError("64-bit id collisions with 6 salts; this should not happen")
     return aggregate(spark, addresses, nodes, cm, None, adaptive_partitions, known_addresses, known_plans,
-                     salt + 1)
+                     salt + 1, on_phase)
 
 
 def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, salt, infra_filter, out, timings,
-               t0):
+               t0, on_phase):
     """The body of ``aggregate``. Small independent pieces run on ``pool``
     beside the heavy stages (the node gauges beside the main pass; the name
     scan and the per-node throughput beside the per-address statistics):
@@ -303,6 +306,7 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
     method = cm["percentile_method"]
     # ---- nodes: restarts first (the main pass needs them); the gauges and
     #      their validation run beside the main pass ----------------------------
+    on_phase("aggregate: node restarts")
     node_f = pool.submit(_node_pass, spark, nodes, W, salt)
     restarts = _node_restarts(spark, nodes, salt)
     node_names = {}
@@ -311,6 +315,7 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
     timings["nodes"] = time.time() - t0
 
     # ---- the one pass: deltas over (address, node) series, per window ------
+    on_phase("aggregate: counter deltas and per-series statistics (node gauges beside)")
     t1 = time.time()
     # string columns are compared through one hash each (the literal side is
     # folded to a constant): cheaper per row than up to six string comparisons
@@ -437,6 +442,7 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
         pending.append(nthr_f)
 
         # ---- per address and node kind: window rates summed over nodes ----
+        on_phase("aggregate: per-address statistics (names and node throughput beside)")
         t3 = time.time()
         akw = anw.groupBy("aid", "kind", "ws").agg(
             F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
@@ -493,6 +499,7 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
 
         # ---- per space and window: ingress/egress of each address, measured
         #      where it lives (brokers for stored addresses, routers for direct ones)
+        on_phase("aggregate: per-space series")
         t5 = time.time()
         present = {}
         for r in out["address_kind"]:

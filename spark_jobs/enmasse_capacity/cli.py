@@ -23,6 +23,7 @@ import traceback
 from . import rules as lib
 from .aggregate import aggregate
 from .planner import Planner
+from .progress import Progress
 from .read import (ADDRESS_OPTIONAL, ADDRESS_REQUIRED, NODE_OPTIONAL, NODE_REQUIRED, load_model, precheck_store,
                    read_kind, time_filter)
 from .rules import InputError
@@ -63,6 +64,27 @@ def _spark_session(args):
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel(args.log_level)
     return spark, existing is None
+
+
+def check_master(master, timeout=10.0):
+    """A standalone master (spark://host:port[,host:port...]) must answer
+    before Spark starts: without it Spark retries its registration for a
+    minute and then fails with a message that does not name the master."""
+    import socket
+    if not master.startswith("spark://"):
+        return
+    problems = []
+    for hp in master[len("spark://"):].split(","):
+        host, _sep, port = hp.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise InputError("--master %s: expected spark://host:port[,host:port...]" % master)
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+            return
+        except (OSError, socket.timeout) as e:
+            problems.append("%s:%s: %s" % (host, port, getattr(e, "strerror", None) or e))
+    raise InputError("the Spark master %s is unreachable (%s): is the master running there and its address and "
+                     "port right? No plan written" % (master, "; ".join(problems)))
 
 
 def atomic_write_all(pairs):
@@ -152,6 +174,12 @@ def parse_args(argv=None):
     p.add_argument("--conf", action="append", help="extra Spark conf key=value (repeatable)")
     p.add_argument("--log-level", default="WARN")
     p.add_argument("--no-report", action="store_true", help="write only the JSON plan")
+    p.add_argument("--progress-file", help="write the run's progress here while it runs (JSON: phase, Spark stages "
+                   "and their tasks, phase durations; replaced atomically every --progress-interval seconds)")
+    p.add_argument("--progress-interval", type=float, default=2.0)
+    p.add_argument("--out-aggregates", help="also write the aggregated statistics the plan is made from (JSON: "
+                   "per address and node, per address and node kind, node windows, node throughput, per-space "
+                   "series; for checks and bench/capacity)")
     return p.parse_args(argv)
 
 
@@ -170,8 +198,10 @@ def _parse_instant(s, what):
     return d.astimezone(_dt.timezone.utc)
 
 
-def run(args):
+def run(args, progress=None):
     t0 = time.time()
+    progress = progress or Progress()
+    progress.phase("check the input")
     cm_user = lib.load_structured_file(args.capacity_model, "capacity model") if args.capacity_model else {}
     if args.window_seconds:
         cm_user = dict(cm_user or {}, window_seconds=args.window_seconds)
@@ -186,8 +216,12 @@ def run(args):
         if os.path.exists(d) and not os.access(d, os.W_OK):
             raise InputError("output directory %s is not writable" % d)
     precheck_store(args.metrics)
+    check_master(args.master)
+    progress.phase("start Spark")
     spark, owned = _spark_session(args)
+    progress.attach(spark.sparkContext)
     try:
+        progress.phase("read the store")
         addresses, a_absent = read_kind(spark, args.metrics, "addresses", ADDRESS_REQUIRED, ADDRESS_OPTIONAL)
         nodes, n_absent = read_kind(spark, args.metrics, "nodes", NODE_REQUIRED, NODE_OPTIONAL, must_exist=False)
         warnings = []
@@ -213,44 +247,69 @@ def run(args):
             kv.startswith("spark.sql.shuffle.partitions=") for kv in (args.conf or []))
         known = [(sp["infra"], sp["name"], a["address"]) for sp in spaces for a in sp["addresses"]]
         agg = aggregate(spark, addresses, nodes, cm, args.infra, adaptive_partitions=adaptive,
-                        known_addresses=known, known_plans=catalogue.address_plan_names())
+                        known_addresses=known, known_plans=catalogue.address_plan_names(), on_phase=progress.phase)
         t_agg = time.time()
     finally:
+        progress.detach()
         if owned:
             spark.stop()
     if args.infra:
         spaces = [s for s in spaces if s["infra"] == args.infra]
         if not spaces:
             raise InputError("no address space of infrastructure %r in the model" % args.infra)
+    progress.phase("plan")
     planner = Planner(agg, spaces, catalogue, current, cm, warnings)
     plan = planner.run()
     plan["job"] = {"master": args.master, "metrics": args.metrics, "model": os.path.abspath(args.model),
                    "capacity_model": os.path.abspath(args.capacity_model) if args.capacity_model else None,
                    "start": start.isoformat() if start else None, "end": end.isoformat() if end else None,
                    "seconds": {"spark": round(t_agg - t_read, 3), "total": None}}
+    outputs = []
+    if not args.no_report:
+        progress.phase("report")
+        from . import report
+        # the report's own rendering is the one phase it cannot time: the
+        # phases are those up to it (the plan has them all but the write)
+        plan["job"]["phases"] = progress.durations()
+        html = report.render(plan, agg)
+        outputs = [(args.out_report, html)]
+    progress.phase("write the outputs")
+    plan["job"]["phases"] = progress.durations()
     plan["job"]["seconds"]["total"] = round(time.time() - t0, 3)
     plan = _clean(plan)
     text = json.dumps(plan, indent=2, sort_keys=True, default=_json_default)
-    outputs = [(args.out_report, None)] if not args.no_report else []
-    if not args.no_report:
-        from . import report
-        html = report.render(plan, agg)
-        outputs = [(args.out_report, html)]
+    if args.out_aggregates:
+        outputs.append((args.out_aggregates, json.dumps(_clean(aggregates_document(agg)), sort_keys=True,
+                                                        default=_json_default)))
     atomic_write_all(outputs + [(args.out_plan, text)])
     return plan
 
 
+def aggregates_document(agg):
+    """The aggregated statistics of ``aggregate`` as plain JSON data (tuple
+    keys of ``authoritative`` become lists)."""
+    doc = dict((k, v) for k, v in agg.items() if k not in ("authoritative", "timings"))
+    doc["authoritative"] = sorted(list(k) + [v] for k, v in agg.get("authoritative", {}).items())
+    return doc
+
+
 def main(argv=None):
     args = parse_args(argv)
+    progress = Progress(args.progress_file, args.progress_interval)
+    if args.progress_file:
+        progress.start()
     try:
-        plan = run(args)
+        plan = run(args, progress)
     except InputError as e:
+        progress.finish("failed")
         sys.stderr.write("capacity_plan: error: %s\n" % e)
         return 2
     except Exception:
+        progress.finish("failed")
         traceback.print_exc()
         sys.stderr.write("capacity_plan: failed unexpectedly; no plan written\n")
         return 1
+    progress.finish("done")
     s = plan["summary"]
     for i in s:
         sys.stdout.write("%s: %s (brokers %+d, routers %+d, binding: %s)\n" % (

@@ -318,6 +318,11 @@ def sec_data_quality(plan, agg):
             ["addresses in metrics, not in the model", esc(", ".join(dq["unmodelled_addresses"]) or "none")],
             ["addresses in the model without metrics", esc(", ".join(dq["addresses_without_metrics"]) or "none")]]
     body = [table(["", ""], rows)]
+    phases = (plan.get("job") or {}).get("phases") or []
+    if phases:
+        body.append("<details open><summary>how long each phase of this run took (%s)</summary>%s</details>" % (
+            esc((plan.get("job") or {}).get("master")),
+            table(["phase", "seconds"], [[esc(p["phase"]), num(p["seconds"])] for p in phases])))
     sp = dq.get("per_address_space") or {}
     body.append(table(["address space", "series", "windows", "valid", "valid ratio", "coverage"],
                       [[esc(k), str(v["series"]), str(v["windows"]), str(v["windows_valid"]),
