@@ -126,8 +126,8 @@ fi
 archive_args=()
 [ -f "$ARCHIVE" ] && archive_args=(-e "broker_archive_src=$ARCHIVE")
 # the router's source (no package registry serves it): the vendor copy beside the repository
-ROUTER_ARCHIVE="${ENMASSE_ROUTER_ARCHIVE:-$REPO/../shared/vendor/qpid-dispatch-1.19.0.tar.gz}"
-if [ -f "$ROUTER_ARCHIVE" ]; then
+ROUTER_ARCHIVE="$(bash scripts/router-archive.sh 2>/dev/null || true)"
+if [ -n "$ROUTER_ARCHIVE" ]; then
   archive_args+=(-e "router_archive_src=$ROUTER_ARCHIVE" -e "router_archive_checksum=sha512:$(sha512sum "$ROUTER_ARCHIVE" | cut -c1-128)")
 fi
 

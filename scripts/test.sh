@@ -53,6 +53,11 @@ if [ ! -f "$ARTEMIS_TGZ" ]; then
 fi
 export ENMASSE_ARTEMIS_ARCHIVE="$ARTEMIS_TGZ"
 
+log "qdrouterd 1.19.0: the source archive (scripts/router-archive.sh) and a cached build (scripts/build-router.sh)"
+ENMASSE_ROUTER_ARCHIVE="$(bash scripts/router-archive.sh)"
+export ENMASSE_ROUTER_ARCHIVE
+bash scripts/build-router.sh "$ENMASSE_ROUTER_ARCHIVE" >/dev/null
+
 # the checkout as ansible_collections/enmasse/messaging
 source scripts/collection-path.sh
 
