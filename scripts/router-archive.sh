@@ -11,7 +11,9 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 cache="${ENMASSE_CACHE_DIR:-$HOME/.cache/enmasse-messaging}/vendor"
 candidates=("${ENMASSE_ROUTER_ARCHIVE:-}" "$here/../shared/vendor/$name" "$cache/$name" "/work/shared/vendor/$name")
 for c in "${candidates[@]}"; do
-  [ -n "$c" ] && [ -f "$c" ] || continue
+  if [ -z "$c" ] || [ ! -f "$c" ]; then
+    continue
+  fi
   path="$(cd "$(dirname "$c")" && pwd)/$(basename "$c")"
   if [ "$path" != "$cache/$name" ]; then
     mkdir -p "$cache"
