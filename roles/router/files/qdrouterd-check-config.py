@@ -1,3 +1,4 @@
+#!/usr/bin/env python
 """Check a qdrouterd.conf the way qdrouterd reads it, without starting a router.
 
 qdrouterd 1.19 has no config-test switch. This parses the file with the
