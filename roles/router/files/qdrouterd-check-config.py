@@ -6,7 +6,7 @@ router's own parser and schema (qpid_dispatch_internal.management.config,
 found through PYTHONPATH) and fails on a syntax error, an unknown entity or
 attribute, a bad value, and on the lines the parser would only warn about.
 
-    PYTHONPATH=<egg>:<prefix>/lib/qpid-dispatch/python qdrouterd-check-config FILE
+    PYTHONPATH=<egg>:<prefix>/lib/qpid-dispatch/python python3 qdrouterd-check-config FILE
 
 Exit 0 and "ok: N entities" when the file is good; 1 and the reason when not.
 """
