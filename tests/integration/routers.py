@@ -38,25 +38,57 @@ DEFAULT_VHOST_GROUPS = {"$default": {"users": "*", "remoteHosts": "*", "sources"
                                      "allowAdminStatusUpdate": True}}
 
 
+_PREFIX = []
+
+
+def router_prefix():
+    """(install prefix, None) of qdrouterd built from the source archive
+    (scripts/router-archive.sh finds it, scripts/build-router.sh builds it
+    once and then answers from its cache), or (None, why not). The one place
+    the tests and benchmarks get a router from."""
+    if _PREFIX:
+        return _PREFIX[0]
+    scripts = os.path.join(REPO, "scripts")
+    try:
+        found = subprocess.run(["bash", os.path.join(scripts, "router-archive.sh")], capture_output=True,
+                               text=True, check=False, timeout=120)
+        if found.returncode != 0 or not found.stdout.strip():
+            return None, "no qdrouterd source archive: %s" % (found.stderr.strip()[-300:] or "none found")
+        archive = found.stdout.strip().splitlines()[-1]
+        out = subprocess.run(["bash", os.path.join(scripts, "build-router.sh"), archive], capture_output=True,
+                             text=True, check=False, timeout=1800, cwd=REPO)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, "scripts/build-router.sh failed: %s" % e
+    prefix = out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() else None
+    if not prefix or not os.path.exists(os.path.join(prefix, "sbin", "qdrouterd")):
+        return None, ("no qdrouterd: scripts/build-router.sh %s did not build it (%s)"
+                      % (archive, out.stderr.strip()[-300:] or "no prefix printed"))
+    _PREFIX.append((prefix, None))
+    return prefix, None
+
+
+def prefix_env(prefix):
+    """The environment qdrouterd of ``prefix`` needs: its PYTHONPATH (the
+    prefix's share/enmasse-messaging/pythonpath, else found in the prefix)."""
+    recorded = os.path.join(prefix, "share", "enmasse-messaging", "pythonpath")
+    if os.path.exists(recorded):
+        with open(recorded) as f:
+            return {"PYTHONPATH": f.read().strip()}
+    paths = glob.glob(os.path.join(prefix, "local", "lib", "python3*", "dist-packages", "qpid_dispatch-*.egg"))
+    paths.append(os.path.join(prefix, "lib", "qpid-dispatch", "python"))
+    return {"PYTHONPATH": os.pathsep.join(paths)}
+
+
 def find_qdrouterd():
     """(argv prefix, extra environment, None) of a runnable qdrouterd, or
-    (None, None, why not)."""
+    (None, None, why not). ``$QDROUTERD`` (a qdrouterd that runs as is) wins."""
     explicit = os.environ.get("QDROUTERD")
     if explicit:
         return [explicit], {}, None
-    script = os.path.join(REPO, "scripts", "build-router.sh")
-    try:
-        out = subprocess.run(["bash", script], capture_output=True, text=True, check=False, timeout=1800,
-                             cwd=REPO)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return None, None, "scripts/build-router.sh failed: %s" % e
-    prefix = out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() else None
-    if not prefix or not os.path.exists(os.path.join(prefix, "sbin", "qdrouterd")):
-        return None, None, ("no qdrouterd: set QDROUTERD or make scripts/build-router.sh work (%s)"
-                            % (out.stderr.strip()[-300:] or "no prefix printed"))
-    paths = glob.glob(os.path.join(prefix, "local", "lib", "python3*", "dist-packages", "qpid_dispatch-*.egg"))
-    paths.append(os.path.join(prefix, "lib", "qpid-dispatch", "python"))
-    return [os.path.join(prefix, "sbin", "qdrouterd")], {"PYTHONPATH": os.pathsep.join(paths)}, None
+    prefix, why = router_prefix()
+    if why:
+        return None, None, why
+    return [os.path.join(prefix, "sbin", "qdrouterd")], prefix_env(prefix), None
 
 
 def section(name, attrs):

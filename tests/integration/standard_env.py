@@ -11,38 +11,21 @@ import socket
 import subprocess
 import time
 
+import routers
 from helpers import ArtemisBroker, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-VENDOR = os.path.abspath(os.path.join(REPO, "..", "shared", "vendor", "qpid-dispatch-1.19.0.tar.gz"))
-
-
-def router_archive():
-    return os.environ.get("ENMASSE_ROUTER_ARCHIVE") or VENDOR
 
 
 def build_router():
     """The install prefix of qdrouterd (built once, cached), or None with the
-    reason when it cannot be had."""
-    if not os.path.exists(router_archive()):
-        return None, "no qdrouterd source archive at %s (set ENMASSE_ROUTER_ARCHIVE)" % router_archive()
-    try:
-        out = subprocess.run(["bash", os.path.join(REPO, "scripts", "build-router.sh"), router_archive()],
-                             check=True, capture_output=True, text=True, timeout=1800)
-    except subprocess.CalledProcessError as e:
-        return None, "building qdrouterd failed: %s" % (e.stderr[-2000:],)
-    return out.stdout.strip().splitlines()[-1], None
+    reason when it cannot be had (routers.router_prefix)."""
+    return routers.router_prefix()
 
 
 def router_env(prefix):
-    egg = None
-    for root, dirs, files in os.walk(os.path.join(prefix, "local")):
-        for d in dirs + files:
-            if d.startswith("qpid_dispatch-") and d.endswith(".egg"):
-                egg = os.path.join(root, d)
-    paths = [p for p in (egg, os.path.join(prefix, "lib", "qpid-dispatch", "python")) if p]
-    return dict(os.environ, PYTHONPATH=":".join(paths))
+    return dict(os.environ, **routers.prefix_env(prefix))
 
 
 def _listening(port):

@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+import routers
 from helpers import free_port
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
@@ -30,7 +31,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 AUTH_SRC = os.path.join(REPO, "plugins", "module_utils", "auth")
 ENTRY_POINT = os.path.join(REPO, "roles", "auth_service", "files", "enmasse-auth-service")
-VENDOR = os.path.abspath(os.path.join(REPO, "..", "shared", "vendor", "qpid-dispatch-1.19.0.tar.gz"))
 HOST_PYTHON = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
 SPACES = ("space-a", "space-b", "space-c")
 
@@ -38,21 +38,14 @@ SPACES = ("space-a", "space-b", "space-c")
 # ------------------------------------------------------------ local starters
 
 def build_router():
-    archive = os.environ.get("ENMASSE_ROUTER_ARCHIVE") or VENDOR
-    if not os.path.exists(archive):
-        pytest.skip("no qdrouterd source archive at %s (set ENMASSE_ROUTER_ARCHIVE)" % archive)
-    out = subprocess.run(["bash", os.path.join(REPO, "scripts", "build-router.sh"), archive],
-                         check=False, capture_output=True, text=True, timeout=1800)
-    if out.returncode != 0:
-        pytest.skip("building qdrouterd failed: %s" % out.stderr[-2000:])
-    return out.stdout.strip().splitlines()[-1]
+    prefix, why = routers.router_prefix()
+    if why:
+        pytest.skip(why)
+    return prefix
 
 
 def router_env(prefix):
-    paths = [os.path.join(prefix, "lib", "qpid-dispatch", "python")]
-    for root, dirs, files in os.walk(os.path.join(prefix, "local")):
-        paths += [os.path.join(root, d) for d in dirs + files if d.startswith("qpid_dispatch-") and d.endswith(".egg")]
-    return dict(os.environ, PYTHONPATH=":".join(paths))
+    return dict(os.environ, **routers.prefix_env(prefix))
 
 
 def wait_listening(port, proc, log_path, what, deadline=60):

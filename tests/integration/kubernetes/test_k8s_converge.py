@@ -7,7 +7,7 @@ answer it writes the status an operator writes through /status."""
 import threading
 import time
 
-from conftest import dump
+from conftest import Namespace, dump
 
 FM = "enmasse.messaging"
 QUEUE = {"address": "orders", "type": "queue", "plan": "brokered-queue"}
@@ -200,7 +200,6 @@ def test_plans_are_the_namespaces_objects(ns):
 
 def test_a_namespace_without_plan_objects_knows_no_plan(kube):
     """The catalogue is the namespace's objects: the hosts' default plans are not implied."""
-    from conftest import Namespace
     ns = Namespace(kube, kube.create_namespace("bare-" + str(id(kube))[-6:], plans=False))
     r = ns.run("address_space", name="s1", type="brokered", plan="brokered-single-broker")
     assert r.failed and r.msg == ("address_space.plan: 'brokered-single-broker' is not a known address space plan "
