@@ -298,6 +298,26 @@ addresses:
           type: list
           elements: str
           returned: always
+        brokers:
+          description: Standard spaces - the pool brokers the address is placed on (its homes).
+          type: list
+          elements: str
+          returned: when the space is standard
+        routers:
+          description: Standard spaces - the routers whose entities were checked.
+          type: list
+          elements: str
+          returned: when the space is standard
+        message_counts:
+          description: Standard spaces - messages held per broker of a stored address (a partitioned queue has one
+            entry per partition).
+          type: dict
+          returned: when the space is standard and the address is stored (queue, topic, deadletter)
+        draining:
+          description: Standard spaces - old brokers the routers still empty after a plan change.
+          type: list
+          elements: str
+          returned: when the address is draining
 changes:
   description: Names of the addresses created, updated and deleted (or that would be, in check mode).
   returned: always

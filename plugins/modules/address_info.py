@@ -74,6 +74,11 @@ addresses:
       type: queue
       plan: null
       status: {ready: true, phase: Active, message_count: 0, consumers: 0, owned: false, messages: []}
+    - address: jobs
+      type: queue
+      plan: standard-small-partitioned-queue
+      status: {ready: true, phase: Active, message_count: 7, message_counts: {broker-1: 4, broker-2: 3},
+               brokers: [broker-1, broker-2], routers: [router-1, router-2, router-3], messages: []}
 '''
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import modules as kubernetes_backend

@@ -1,10 +1,15 @@
 """Runs the Molecule scenario molecule/router as part of the suite.
 
-Three router containers (the systemd image of scripts/build-test-image.sh) on
-one podman network; the router role builds qdrouterd once on the first from
-the vendor source archive and the others unpack its tree; idempotence; verify
-checks the 3-node mesh through each router's management listener, a kill -9
-recovered by systemd, the config check and uninstall (molecule/router/verify.yml).
+Three router and two broker containers (the systemd image of
+scripts/build-test-image.sh) on one podman network; converge is
+playbooks/site.yml with two standard address spaces (the router role builds
+qdrouterd once on the first router from the vendor source archive and the
+others unpack its tree; Artemis from the local Maven cache); idempotence;
+verify checks the mesh, the data plane of both spaces with real AMQP clients
+through every router (anycast, multicast, queues, a partitioned queue, a
+durable subscription, isolation, SASL PLAIN), a kill -9 of a router while
+traffic flows (reconnect, keeper, nothing lost, next converge unchanged), the
+config check and uninstall (molecule/router/verify.yml).
 Skips only when podman, molecule or the source archive cannot be had.
 """
 import os
@@ -17,6 +22,8 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ARCHIVE = os.environ.get("ENMASSE_ROUTER_ARCHIVE") or os.path.join(
     os.path.dirname(REPO), "shared", "vendor", "qpid-dispatch-1.19.0.tar.gz")
+ARTEMIS = os.environ.get("ENMASSE_ARTEMIS_ARCHIVE") or os.path.expanduser(
+    "~/.m2/repository/org/apache/activemq/apache-artemis/2.40.0/apache-artemis-2.40.0-bin.tar.gz")
 
 pytestmark = pytest.mark.molecule
 
@@ -28,6 +35,8 @@ def _unusable():
         return "molecule is not installed (pip install -r requirements-test.txt)"
     if not os.path.isfile(ARCHIVE):
         return "no qpid-dispatch source archive at %s (set ENMASSE_ROUTER_ARCHIVE)" % ARCHIVE
+    if not os.path.isfile(ARTEMIS):
+        return "no Artemis archive at %s (scripts/test.sh fetches it with Maven)" % ARTEMIS
     return None
 
 

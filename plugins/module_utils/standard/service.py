@@ -409,17 +409,20 @@ def address_statuses(service, space, addresses, homes, draining, pending, desire
                     if st != "active":
                         msgs.append("router %r: %s %s is %s" % (r, desired[ename]["type"], ename, st or "unknown"))
         message_count = 0
+        per_broker = {}
         for b in homes.get(n) or []:
             entry = (live_brokers.get(b) or {}).get(_ent.internal(space, n))
             if a["type"] in STORED and a["type"] != "subscription" and entry is None:
                 msgs.append("broker %r lacks %s" % (b, _ent.internal(space, n)))
             elif entry is not None:
-                message_count += entry.get("message_count", 0)
+                per_broker[b] = entry.get("message_count", 0)
+                message_count += per_broker[b]
         ready = not msgs
         st = {"ready": ready, "phase": PHASE_ACTIVE if ready else PHASE_CONFIGURING, "messages": msgs,
               "brokers": list(homes.get(n) or []), "routers": list(service.router_ids)}
         if a["type"] in STORED:
             st["message_count"] = message_count
+            st["message_counts"] = per_broker
         if draining.get(n):
             st["draining"] = list(draining[n])
             st["messages"] = st["messages"] + ["draining from %s (the old broker keeps only its outgoing link "
