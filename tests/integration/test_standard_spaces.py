@@ -475,6 +475,9 @@ BAD_ADDRESSES = [
     ({"address": "x", "type": "anycast", "plan": "standard-small-queue"}, ["plan", "standard-small-queue"]),
     ({"address": "t1-durable", "type": "subscription", "plan": "standard-small-subscription", "topic": "t1",
       "subscription": {"max_consumers": 5}}, ["max_consumers"]),
+    # a subscription's queue lives on its topic's address: its settings are the topic's
+    ({"address": "t1-durable", "type": "subscription", "plan": "standard-small-subscription", "topic": "t1",
+      "message_ttl": {"maximum": 1000}}, ["t1-durable", "message_ttl", "set it on topic 't1'"]),
 ]
 
 
@@ -507,3 +510,207 @@ def test_bad_address_space_is_refused_and_nothing_changes(env, space, bad, words
         assert w in text, (w, text)
     assert live_snapshot(env) == before
     assert not os.path.exists(env.connection_file(bad["name"])) or bad["name"] == "tenant-a"
+
+
+# ---------------------------------------------------------------- dead letter, expiry, redelivery
+# The brokered rules (artemis/settings.py) applied to the S/ names on the pool
+# brokers, exercised through the routers: clients only ever talk to a router.
+
+DL_ADDRESSES = [
+    {"address": "dlq", "type": "deadletter", "plan": "standard-deadletter"},
+    {"address": "retry", "type": "queue", "plan": "standard-small-queue", "deadletter": "dlq",
+     "message_redelivery": {"maximum_delivery_attempts": 3}},
+    {"address": "short", "type": "queue", "plan": "standard-small-queue", "expiry": "dlq",
+     "message_ttl": {"maximum": 1000}},
+    {"address": "redo", "type": "queue", "plan": "standard-small-queue"},
+]
+
+
+@pytest.fixture(scope="module")
+def dl_space(env):
+    make_space(env, "tenant-dl")
+    res = converge(env, "tenant-dl", DL_ADDRESSES)
+    assert res.rc == 0, res.result
+    st = dict((a["address"], a["status"]) for a in res.result["addresses"])
+    assert all(s["phase"] == "Active" for s in st.values()), st
+    assert st["dlq"]["brokers"] == ["b1", "b2"], st   # a deadletter lives on every broker of the pool
+    assert all(st[n]["brokers"] == ["b1"] for n in ("retry", "short", "redo")), st
+    return "tenant-dl"
+
+
+def settle_last(rcv, outcome, failed=None, undeliverable=None):
+    """Settle the last message a BlockingReceiver got with ``outcome``
+    (released, rejected, modified with its delivery-failed/undeliverable-here)."""
+    from proton import Delivery
+    d = rcv.fetcher.unsettled.popleft()
+    if failed is not None:
+        d.local.failed = failed
+    if undeliverable is not None:
+        d.local.undeliverable = undeliverable
+    d.update(getattr(Delivery, outcome))
+    d.settle()
+
+
+def receive_ids(conn, address, ids, timeout=60):
+    """Accept messages from ``address`` until every id in ``ids`` arrived
+    (readiness: the broker moves them in its own time); returns {id: message}."""
+    rcv = conn.create_receiver(address, credit=10)
+    got = {}
+    deadline = time.time() + timeout
+    while not set(ids) <= set(got) and time.time() < deadline:
+        try:
+            m = rcv.receive(timeout=max(0.1, deadline - time.time()))
+        except proton.Timeout:
+            break
+        rcv.accept()
+        got[m.id] = m
+    rcv.close()
+    return got
+
+
+def broker_counts(env, name):
+    return [broker_count(env, i, name) for i in range(len(env.brokers))]
+
+
+def queue_attribute(env, broker_index, name, attribute):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.client import JolokiaClient, queue_mbean
+    b = env.brokers[broker_index]
+    c = JolokiaClient(b.management_url, b.management_user, b.management_password)
+    return c.read(queue_mbean(b.name, name, name, "anycast"), attribute)
+
+
+def test_standard_settings_are_the_brokered_rules_on_the_space_names(env, dl_space):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import reader
+    from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.client import JolokiaClient
+    b = env.brokers[0]
+    c = JolokiaClient(b.management_url, b.management_user, b.management_password)
+    s = reader.read_settings(c, b.name, ["tenant-dl/retry", "tenant-dl/short"])
+    assert s["tenant-dl/retry"]["deadLetterAddress"] == "tenant-dl/dlq"
+    assert s["tenant-dl/retry"]["maxDeliveryAttempts"] == 3
+    assert s["tenant-dl/short"]["expiryAddress"] == "tenant-dl/dlq"
+    assert s["tenant-dl/short"]["maxExpiryDelay"] == 1000
+    info = run_module("address_info", dict(common(env, dl_space), address_space=dl_space, addresses=["retry"]))
+    [retry] = info.result["addresses"]
+    assert retry["deadletter"] == "dlq" and retry["message_redelivery"]["maximum_delivery_attempts"] == 3, retry
+
+
+def test_standard_failed_deliveries_end_on_the_deadletter_through_a_router(env, dl_space):
+    c = connect(env, dl_space, 0)
+    c.create_sender("retry").send(Message(id="dl-1", body="doomed", durable=True))
+    rcv = c.create_receiver("retry", credit=1)
+    counts = []
+    for unused in range(3):
+        m = rcv.receive(timeout=15)
+        assert m.id == "dl-1", m
+        counts.append(m.delivery_count)
+        settle_last(rcv, "MODIFIED", failed=True)   # the client could not process it
+    rcv.close()
+    assert counts == [0, 1, 2]   # the broker counted each failed delivery
+    # after the 3rd (maximum_delivery_attempts) it is on the space's deadletter, read through another router
+    got = receive_ids(connect(env, dl_space, 2), "dlq", ["dl-1"])
+    assert list(got) == ["dl-1"] and got["dl-1"].body == "doomed"
+    assert (got["dl-1"].annotations or {}).get("x-opt-ORIG-ADDRESS") == "tenant-dl/retry"
+    assert broker_counts(env, "tenant-dl/retry") == [0, None]   # gone from the queue
+    c.close()
+
+
+def test_standard_rejected_message_is_dead_lettered_at_once(env, dl_space):
+    c = connect(env, dl_space, 1)
+    c.create_sender("retry").send(Message(id="rej-1", body="malformed", durable=True))
+    rcv = c.create_receiver("retry", credit=1)
+    assert rcv.receive(timeout=15).id == "rej-1"
+    settle_last(rcv, "REJECTED")   # the router passes the rejection on to the broker
+    rcv.close()
+    got = receive_ids(connect(env, dl_space, 0), "dlq", ["rej-1"])
+    assert list(got) == ["rej-1"]
+    assert broker_counts(env, "tenant-dl/retry") == [0, None]
+    c.close()
+
+
+def test_standard_redelivery_counts_failed_deliveries(env, dl_space):
+    c = connect(env, dl_space, 0)
+    c.create_sender("redo").send(Message(id="re-1", body="again", durable=True))
+    rcv = c.create_receiver("redo", credit=1)
+    seen = []
+    # released: not a delivery attempt (as on the broker directly); modified with
+    # delivery-failed: one; modified WITHOUT delivery-failed: qdrouterd 1.19 sets
+    # delivery-failed on every modified it forwards, so through a router it is one too
+    for outcome, failed in (("RELEASED", None), ("MODIFIED", True), ("MODIFIED", False), (None, None)):
+        m = rcv.receive(timeout=15)
+        assert m.id == "re-1", m
+        seen.append(m.delivery_count)
+        if outcome:
+            settle_last(rcv, outcome, failed=failed)
+    rcv.accept()
+    rcv.close()
+    assert seen == [0, 0, 1, 2]
+    c.close()
+
+
+def test_standard_expired_messages_move_to_the_expiry_address(env, dl_space):
+    c = connect(env, dl_space, 1)
+    snd = c.create_sender("short")
+    snd.send(Message(id="exp-no-ttl", body="no ttl of its own", durable=True))     # gets the 1000 ms maximum
+    long_ttl = Message(id="exp-long-ttl", body="asked for 60 s", durable=True)
+    long_ttl.ttl = 60.0                                                            # narrowed to 1000 ms
+    snd.send(long_ttl)
+    c.close()
+    # nobody receives from short: the broker expires both onto the expiry address dlq
+    got = receive_ids(connect(env, dl_space, 2), "dlq", ["exp-no-ttl", "exp-long-ttl"])
+    assert sorted(got) == ["exp-long-ttl", "exp-no-ttl"]
+    assert all((m.annotations or {}).get("x-opt-ORIG-ADDRESS") == "tenant-dl/short" for m in got.values())
+    assert broker_counts(env, "tenant-dl/short") == [0, None]   # not delivered from short any more
+
+
+def test_standard_message_a_router_holds_is_not_expired(env, dl_space):
+    """What differs from a brokered space: a router takes messages from the
+    broker as soon as the queue has a receiver anywhere (its link credit, not
+    the receiver's); Artemis expires only what it still holds, and qdrouterd
+    never looks at TTLs. A receiver that then grants credit gets the message
+    even after its expiry time (on the broker directly it would be expired)."""
+    c = connect(env, dl_space, 0)
+    link = attach(c, "short", sender=False)   # no credit given
+    c.create_sender("short").send(Message(id="held-1", body="held by the router", durable=True))
+    deadline = time.time() + 20
+    while queue_attribute(env, 0, "tenant-dl/short", "DeliveringCount") != 1 and time.time() < deadline:
+        time.sleep(0.2)
+    assert queue_attribute(env, 0, "tenant-dl/short", "DeliveringCount") == 1   # a router has it
+    time.sleep(1.5)   # let the 1000 ms maximum TTL pass
+    link.flow(1)
+    c.wait(lambda: link.current is not None and not link.current.partial, timeout=15, msg="held message")
+    d = link.current
+    m = Message()
+    m.decode(link.recv(d.pending))
+    link.advance()
+    d.update(d.ACCEPTED)
+    d.settle()
+    assert m.id == "held-1"
+    assert 0 < m.expiry_time < time.time(), m.expiry_time   # delivered after the expiry time the broker gave it
+    c.close()
+
+
+def test_standard_dead_letters_stay_in_their_space(env, dl_space):
+    make_space(env, "tenant-dl2")
+    res = converge(env, "tenant-dl2", [DL_ADDRESSES[0], DL_ADDRESSES[1]])   # the same names: dlq, retry
+    assert res.rc == 0, res.result
+    before = broker_counts(env, "tenant-dl/dlq")
+    a = connect(env, dl_space, 0)
+    a.create_sender("retry").send(Message(id="iso-1", body="tenant-dl's", durable=True))
+    rcv = a.create_receiver("retry", credit=1)
+    assert rcv.receive(timeout=15).id == "iso-1"
+    settle_last(rcv, "REJECTED")
+    rcv.close()
+    # it is on tenant-dl's dlq, on the broker where it died ...
+    deadline = time.time() + 20
+    while broker_count(env, 0, "tenant-dl/dlq") == before[0] and time.time() < deadline:
+        time.sleep(0.2)
+    assert broker_counts(env, "tenant-dl/dlq") == [before[0] + 1, before[1]]
+    # ... and nowhere in tenant-dl2: its dlq of the same name holds only what tenant-dl2 puts there
+    assert broker_counts(env, "tenant-dl2/dlq") == [0, 0]
+    b = connect(env, "tenant-dl2", 1)
+    b.create_sender("dlq").send(Message(id="iso-marker", body="tenant-dl2's", durable=True))
+    assert list(receive_ids(b, "dlq", ["iso-marker"])) == ["iso-marker"]
+    assert broker_counts(env, "tenant-dl2/dlq") == [0, 0]
+    b.close()
+    assert "iso-1" in receive_ids(a, "dlq", ["iso-1"])
+    a.close()

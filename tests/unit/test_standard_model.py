@@ -143,3 +143,24 @@ def test_placement_stable_pending_and_released(tmp_path):
     homes, draining, pending, released = svc.placement_for(s, "s", cat.address_space_plan("standard-unlimited"),
                                                            addrs[:1], cat, led, {"b2": {"s/q0": {"message_count": 0}}})
     assert homes["q0"] == ["b1"] and "q0" not in draining and released == [("q0", "b2")]
+
+
+def test_a_subscription_has_no_settings_of_its_own_in_a_standard_space(tmp_path):
+    # its queue S/N is on its topic's address S/T: Artemis applies address
+    # settings per address, so they would be silently ignored (the brokered rule)
+    from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ServiceError
+    inf = infra(tmp_path)
+    cat = Catalogue.default()
+    led = infra_mod.load_ledger(inf, "s")
+    space = {"name": "s", "type": "standard", "plan": "standard-unlimited"}
+    base = [{"address": "dlq", "type": "deadletter", "plan": "standard-deadletter"},
+            {"address": "t", "type": "topic", "plan": "standard-small-topic", "deadletter": "dlq",
+             "message_redelivery": {"maximum_delivery_attempts": 2}}]
+    sub = {"address": "s1", "type": "subscription", "plan": "standard-small-subscription", "topic": "t"}
+    assert svc._validate(space, cat, base + [sub], [], led, False, None) == []
+    for key, value in (("deadletter", "dlq"), ("message_redelivery", {"maximum_delivery_attempts": 2}),
+                       ("message_ttl", {"maximum": 1000})):
+        with pytest.raises(ServiceError) as e:
+            svc._validate(space, cat, base + [dict(sub, **{key: value})], [], led, False, None)
+        text = str(e.value)
+        assert "addresses[2](s1).%s" % key in text and "standard address space" in text and "'t'" in text, text

@@ -171,18 +171,20 @@ def messages_held(names, live):
     return out
 
 
-def subscription_setting_errors(addresses, positions=None):
-    """Brokered spaces cannot give a subscription settings of its own."""
+def subscription_setting_errors(addresses, positions=None, space_type="brokered"):
+    """A subscription cannot have settings of its own: Artemis applies address
+    settings per address, and a subscription is a queue on its topic's address
+    (in brokered spaces and, as ``S/N`` on ``S/T``, in standard spaces)."""
     errs = []
     for n, a in enumerate(addresses):
         where = positions[n] if positions else "addresses[%d]" % n
-        if a.get("type") != "subscription":
+        if not isinstance(a, dict) or a.get("type") != "subscription":
             continue
         for key in SETTINGS_FIELDS:
             if a.get(key) is not None:
-                errs.append("%s(%s).%s: %r is not supported on a subscription in a brokered "
+                errs.append("%s(%s).%s: %r is not supported on a subscription in a %s "
                             "address space (Artemis applies address settings per address: set it on "
-                            "topic %r)" % (where, a.get("address"), key, a[key], a.get("topic")))
+                            "topic %r)" % (where, a.get("address"), key, a[key], space_type, a.get("topic")))
     return errs
 
 

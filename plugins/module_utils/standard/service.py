@@ -24,7 +24,8 @@ import time
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import apply as _artemis_apply
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as _artemis_client
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import reader as _artemis_reader
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.diff import messages_held, plan_changes
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.diff import (
+    messages_held, plan_changes, subscription_setting_errors)
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.reader import (
     PHASE_ACTIVE, PHASE_CONFIGURING, PHASE_DELETED, PHASE_PENDING)
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.settings import (
@@ -264,6 +265,7 @@ def _validate(space, catalogue, present, absent, ledger, prune, positions):
     current = dict((n, a) for n, a in owned.items() if n not in set(deletes))
     errs.extend(_validation.validate_addresses(space, present, catalogue, current=current, check_quota=False,
                                                positions=positions))
+    errs.extend(subscription_setting_errors(present, positions, "standard"))
     gone = set(deletes)
     for n in deletes:
         for other, a in owned.items():
