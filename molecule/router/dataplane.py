@@ -53,18 +53,47 @@ class Base(MessagingHandler):
 
     def on_start(self, event):
         self.container = event.container
+        self.conns = []
+        self.hard = None
         self.timer = event.container.schedule(self.timeout, self)
         self.begin(event)
 
     def on_timer_task(self, event):
+        if self.hard is not None and event.task == self.hard:
+            self.container.stop()
+        elif event.task == self.timer:
+            self.on_timeout(event)
+        else:
+            self.on_tick(event)
+
+    def on_timeout(self, event):
         self.result["timed_out"] = True
         self.stop()
 
+    def on_tick(self, event):
+        pass
+
     def stop(self):
+        """Close every connection and end when the peers have answered the
+        close (so that every disposition sent before, e.g. the last accept,
+        has reached the router), or after 5 s."""
+        if self.hard is not None:
+            return
         self.timer.cancel()
-        for c in getattr(self, "conns", []):
-            c.close()
-        self.container.stop()
+        self.hard = self.container.schedule(5, self)
+        self.open = 0
+        for c in self.conns:
+            if c.state & c.LOCAL_ACTIVE:
+                c.close()
+                self.open += 1
+        if not self.open:
+            self.container.stop()
+
+    def on_connection_closed(self, event):
+        if self.hard is not None:
+            self.open -= 1
+            if self.open <= 0:
+                self.container.stop()
 
     def on_transport_error(self, event):
         cond = event.transport.condition
@@ -189,7 +218,7 @@ class NoCredit(Base):
     def on_sendable(self, event):
         self.result["credit"] = event.sender.credit
 
-    def on_timer_task(self, event):
+    def on_timeout(self, event):
         self.stop()
 
 
@@ -222,10 +251,12 @@ class Multicast(Base):
                 self.snd = event.container.create_sender(c, self.address)
                 self.tick = event.container.schedule(0.5, self)
 
-    def on_timer_task(self, event):
-        if event.task == self.timer:
-            self.result["timed_out"] = True
-            self.finish()
+    def on_timeout(self, event):
+        self.result["timed_out"] = True
+        self.finish()
+
+    def on_tick(self, event):
+        if self.hard is not None:
             return
         if self.snd is not None and self.snd.credit:
             self.snd.send(Message(body="mc-%d" % self.n))
@@ -243,7 +274,8 @@ class Multicast(Base):
 
     def finish(self):
         self.result["per_receiver"] = [len(g) for g in self.got]
-        self.tick.cancel()
+        if getattr(self, "tick", None) is not None:
+            self.tick.cancel()
         self.stop()
 
 
@@ -308,10 +340,8 @@ class Traffic(Base):
         self.conns = [self.qconn, rc, sc]
         self.tick = event.container.schedule(0.2, self)
 
-    def on_timer_task(self, event):
-        if event.task == self.timer:
-            self.result["timed_out"] = True
-            self.stop()
+    def on_tick(self, event):
+        if self.hard is not None:
             return
         if time.time() - self.t0 >= self.duration:
             self.stopping = True
