@@ -13,6 +13,7 @@ Every subcommand prints one JSON object on stdout; verify.yml asserts on it.
 
     send      --router R --space S --address A --count N [--prefix P]
     receive   --router R --space S --address A --count N [--timeout T]
+    reject    --router R --space S --address A --count N [--timeout T]
     anycast   --sender R --receiver R --space S --address A
     no-credit --router R --space S --address A [--wait T]
     multicast --sender R --receivers R,R,R --space S --address A
@@ -159,6 +160,17 @@ class Receive(Base):
     def on_message(self, event):
         self.result["bodies"].append(event.message.body)
         self.accept(event.delivery)
+        if len(self.result["bodies"]) >= self.count:
+            self.stop()
+
+
+class Reject(Receive):
+    """Take up to ``count`` messages and reject each (the broker moves a
+    rejected message to the queue's dead letter address)."""
+
+    def on_message(self, event):
+        self.result["bodies"].append(event.message.body)
+        self.reject(event.delivery)
         if len(self.result["bodies"]) >= self.count:
             self.stop()
 
@@ -413,7 +425,7 @@ class Traffic(Base):
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
-    for name in ("send", "receive", "no-credit", "auth"):
+    for name in ("send", "receive", "reject", "no-credit", "auth"):
         s = sub.add_parser(name)
         s.add_argument("--router", required=True)
         s.add_argument("--space", required=True)
@@ -450,6 +462,8 @@ def main():
         h = Send(url(a.router, a.space, cfg), a.address, a.count, a.prefix, timeout=a.timeout)
     elif a.cmd == "receive":
         h = Receive(url(a.router, a.space, cfg), a.address, a.count, a.timeout)
+    elif a.cmd == "reject":
+        h = Reject(url(a.router, a.space, cfg), a.address, a.count, a.timeout)
     elif a.cmd == "no-credit":
         h = NoCredit(url(a.router, a.space, cfg), a.address, a.wait)
     elif a.cmd == "auth":

@@ -7,7 +7,7 @@ qdrouterd once on the first router from the vendor source archive and the
 others unpack its tree; Artemis from the local Maven cache); idempotence;
 verify checks the mesh, the data plane of both spaces with real AMQP clients
 through every router (anycast, multicast, queues, a partitioned queue, a
-durable subscription, isolation, SASL PLAIN), a kill -9 of a router while
+durable subscription, dead letter, expiry, isolation, SASL PLAIN), a kill -9 of a router while
 traffic flows (reconnect, keeper, nothing lost, next converge unchanged), the
 config check and uninstall (molecule/router/verify.yml).
 Skips only when podman, molecule or the source archive cannot be had.
