@@ -53,6 +53,22 @@ def _pct_finish(df, prefixes, method, ps=(0.95, 0.99)):
     return df
 
 
+def _stats(df, keys, cols, method, *more):
+    """Per ``keys``: avg, percentiles (``_pct_expr``, finished) and max of
+    each of ``cols`` (<col>_avg, <col>_p, <col>_max), and the aggregates
+    ``more``. Two aggregations joined on the keys: the lists (or sketches)
+    of the percentiles need Spark's interpreted object aggregation, which
+    evaluates every aggregate of its row interpreted; everything else stays
+    in a code-generated one."""
+    from pyspark.sql import functions as F
+    scalars = []
+    for c in cols:
+        scalars += [F.avg(c).alias(c + "_avg"), F.max(c).alias(c + "_max")]
+    lists = _pct_finish(df.groupBy(*keys).agg(*[_pct_expr(c, method).alias(c + "_p") for c in cols]),
+                        cols, method)
+    return df.groupBy(*keys).agg(*(scalars + list(more))).join(lists, list(keys))
+
+
 def _small_df(spark, rows, fields):
     """A DataFrame from a Python list through Arrow (no Python worker
     processes, unlike a plain createDataFrame): ``fields`` [(name, pyarrow type)]."""
@@ -336,7 +352,14 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
     # per-window table and every later grouping by address reuse it, so the
     # samples are shuffled once and nothing downstream is shuffled again
     a = a.repartition("aid")
-    w = Window.partitionBy("aid", "nid").orderBy("t")
+    # the series are ordered by (window index, time), the same order as by
+    # time alone: the per-window aggregation below then groups on a prefix of
+    # the window's sort order and Spark runs it as one streaming, code-generated
+    # sort aggregation instead of a partial and a final hash aggregation (the
+    # window index is an integer: a floating-point key would be normalised and
+    # stop the two aggregations from being combined)
+    a = a.withColumn("wi", F.floor(F.col("t") / W))
+    w = Window.partitionBy("aid", "nid").orderBy("wi", "t")
     # (withColumns: one analysis of the plan, not one per column)
     a = a.withColumns({"p_t": F.lag("t").over(w), "p_in": F.lag("c_in").over(w), "p_out": F.lag("c_out").over(w)})
     rs = {}
@@ -362,12 +385,14 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
     ok = F.col("p_t").isNotNull() & (dt > 0) & (dt <= max_gap)
     drop_in = F.col("c_in") < F.col("p_in")
     drop_out = F.col("c_out") < F.col("p_out")
-    a = a.withColumns({"restarted": restarted, "ws": F.floor(F.col("t") / W) * W})
+    a = a.withColumn("restarted", restarted)
     inc_in = F.when(F.col("restarted") | drop_in, F.col("c_in")).otherwise(F.col("c_in") - F.col("p_in"))
     inc_out = F.when(F.col("restarted") | drop_out, F.col("c_out")).otherwise(F.col("c_out") - F.col("p_out"))
     reset = F.col("restarted") | F.coalesce(drop_in, F.lit(False)) | F.coalesce(drop_out, F.lit(False))
-    kind = F.shiftright("meta", 1).bitwiseAND(1).cast("int").alias("kind")
-    anw = a.groupBy("aid", "nid", kind, "ws").agg(
+    # the node kind is part of the node id (nid), so it is the same for every
+    # sample of a series: taken from the aggregated meta, not grouped on
+    kind = F.shiftright("meta", 1).bitwiseAND(1).cast("int")
+    anw = a.groupBy("aid", "nid", "wi").agg(
         F.coalesce(F.sum(F.when(ok, inc_in)), F.lit(0)).alias("inc_in"),
         F.coalesce(F.sum(F.when(ok, inc_out)), F.lit(0)).alias("inc_out"),
         F.coalesce(F.sum(F.when(ok, dt)), F.lit(0.0)).alias("dt"),
@@ -380,27 +405,27 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
         F.max_by("consumer_count", "t").alias("consumers_last"), F.avg("links").alias("links"),
         F.max_by("meta", "t").alias("meta"), F.min("t").alias("t_first"), F.max("t").alias("t_last"),
         F.sum(F.col("meta").bitwiseAND(1)).alias("bad"))
-    anw = (anw.withColumns({"valid": F.col("dt") >= (min_cov * W - 1e-9),
+    # the window stays an integer index (ws = wi * W) in the cached table: the
+    # later groupings by window are then integer-keyed too
+    anw = (anw.withColumns({"kind": kind, "valid": F.col("dt") >= (min_cov * W - 1e-9),
                             "r_in": F.when(F.col("dt") > 0, F.col("inc_in") / F.col("dt")),
                             "r_out": F.when(F.col("dt") > 0, F.col("inc_out") / F.col("dt"))})
-           # the cache keeps only what later stages read (every integer column
-           # costs a dictionary-compression pass when the cache is built)
+           # the cache keeps only what later stages read
            .drop("inc_in", "inc_out", "dt"))
     anw.persist(StorageLevel.MEMORY_AND_DISK)
 
     # ---- per series (address on a node): totals, validity, gauges, quality -
-    nthr_v = F.when(F.col("valid"), F.col("r_in") + F.col("r_out"))
-    an = anw.groupBy("aid", "nid", "kind").agg(
-        F.avg(nthr_v).alias("thr_avg"), _pct_expr(nthr_v, method).alias("thr_p"), F.max(nthr_v).alias("thr_max"),
-        F.max_by("depth_last", "ws").alias("depth_last"), F.max("depth_max").alias("depth_max"),
-        F.max_by("size_last", "ws").alias("size_last"), F.max("size_max").alias("size_max"),
-        F.max_by("consumers_last", "ws").alias("consumers_last"), F.max_by("links", "ws").alias("links_last"),
-        F.max_by("meta", "ws").alias("meta"), F.min("t_first").alias("t_first"), F.max("t_last").alias("t_last"),
-        F.sum("n").alias("samples"),
-        F.sum("resets").alias("resets"), F.sum("gaps").alias("gaps"), F.sum("dups").alias("dups"),
-        F.count(F.lit(1)).alias("windows"), F.sum(F.col("valid").cast("int")).alias("windows_valid"),
-        F.sum("bad").alias("bad"))
-    series = an.transform(lambda d: _pct_finish(d, ("thr",), method)).collect()
+    an = _stats(anw.withColumn("thr", F.when(F.col("valid"), F.col("r_in") + F.col("r_out"))),
+                ("aid", "nid", "kind"), ("thr",), method,
+                F.max_by("depth_last", "wi").alias("depth_last"), F.max("depth_max").alias("depth_max"),
+                F.max_by("size_last", "wi").alias("size_last"), F.max("size_max").alias("size_max"),
+                F.max_by("consumers_last", "wi").alias("consumers_last"), F.max_by("links", "wi").alias("links_last"),
+                F.max_by("meta", "wi").alias("meta"), F.min("t_first").alias("t_first"),
+                F.max("t_last").alias("t_last"), F.sum("n").alias("samples"),
+                F.sum("resets").alias("resets"), F.sum("gaps").alias("gaps"), F.sum("dups").alias("dups"),
+                F.count(F.lit(1)).alias("windows"), F.sum(F.col("valid").cast("int")).alias("windows_valid"),
+                F.sum("bad").alias("bad"))
+    series = an.collect()
     timings["deltas"] = time.time() - t1
     akw = None
     pending = []
@@ -433,8 +458,9 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
             return a_, n_, p_, time.time() - t
 
         def node_throughput(t):
-            nthr = (anw.where(F.col("valid")).groupBy("nid", "ws")
-                    .agg(F.sum(F.col("r_in") + F.col("r_out")).alias("thr")))
+            nthr = (anw.where(F.col("valid")).groupBy("nid", "wi")
+                    .agg(F.sum(F.col("r_in") + F.col("r_out")).alias("thr"))
+                    .select("nid", (F.col("wi") * F.lit(W)).alias("ws"), "thr"))
             return nthr.collect(), time.time() - t
         names_f = pool.submit(names, time.time())
         pending.append(names_f)
@@ -444,19 +470,16 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
         # ---- per address and node kind: window rates summed over nodes ----
         on_phase("aggregate: per-address statistics (names and node throughput beside)")
         t3 = time.time()
-        akw = anw.groupBy("aid", "kind", "ws").agg(
+        akw = anw.groupBy("aid", "kind", "wi").agg(
             F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
             F.min(F.col("valid").cast("int")).alias("valid"))
         akw.persist(StorageLevel.MEMORY_AND_DISK)
-        vin = F.when(F.col("valid") == 1, F.col("r_in"))
-        vout = F.when(F.col("valid") == 1, F.col("r_out"))
-        vthr = F.when(F.col("valid") == 1, F.col("r_in") + F.col("r_out"))
-        ak = akw.groupBy("aid", "kind").agg(
-            F.avg(vin).alias("in_avg"), _pct_expr(vin, method).alias("in_p"), F.max(vin).alias("in_max"),
-            F.avg(vout).alias("out_avg"), _pct_expr(vout, method).alias("out_p"), F.max(vout).alias("out_max"),
-            F.avg(vthr).alias("thr_avg"), _pct_expr(vthr, method).alias("thr_p"), F.max(vthr).alias("thr_max"),
-            F.count(F.lit(1)).alias("windows"), F.sum("valid").alias("windows_valid"))
-        ak_rows = _pct_finish(ak, ("in", "out", "thr"), method).collect()
+        ak = _stats(akw.withColumns({"in": F.when(F.col("valid") == 1, F.col("r_in")),
+                                     "out": F.when(F.col("valid") == 1, F.col("r_out")),
+                                     "thr": F.when(F.col("valid") == 1, F.col("r_in") + F.col("r_out"))}),
+                    ("aid", "kind"), ("in", "out", "thr"), method,
+                    F.count(F.lit(1)).alias("windows"), F.sum("valid").alias("windows_valid"))
+        ak_rows = ak.collect()
         timings["address_stats"] = time.time() - t3
 
         addr_names, more_nodes, plan_names, timings["names"] = names_f.result()
@@ -519,8 +542,9 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
         import pyarrow as pa
         adf = _small_df(spark, auth_rows, [("aid", pa.int64()), ("kind", pa.int32()), ("sp", pa.int32())])
         sw = (akw.where(F.col("valid") == 1).join(F.broadcast(adf), ["aid", "kind"])
-              .groupBy("sp", "ws").agg(F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
-                                       F.count(F.lit(1)).alias("addresses")))
+              .groupBy("sp", "wi").agg(F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
+                                       F.count(F.lit(1)).alias("addresses"))
+              .withColumn("ws", F.col("wi") * F.lit(W)))
         out["space_windows"] = []
         for r in sw.collect():
             infra, space = spaces[r["sp"]]

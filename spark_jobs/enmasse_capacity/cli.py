@@ -48,6 +48,16 @@ def _spark_session(args):
         # per-address collect_list/percentile groups stay in the hash map
         # instead of falling back to sorting after 128 groups
         "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "1000000",
+        # the cached per-window tables are 64-bit ids, doubles and counts that
+        # the columnar cache's encodings barely shrink (149 bytes a row
+        # compressed, about 160 raw), while gathering the statistics to choose
+        # an encoding boxes every value into a hash set: store them raw
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
+        # the samples' shuffle is a deterministic function of the store (hash
+        # partitioned by address id): the order-independent checksum that
+        # detects retried map tasks writing different rows costs a pass over
+        # every shuffled row and protects nothing here
+        "spark.sql.shuffle.orderIndependentChecksum.enabled": "false",
     }
     if args.driver_memory:
         conf["spark.driver.memory"] = args.driver_memory
