@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """AMQP 1.0 clients for molecule/router's verify: what a user of a standard
 address space does, through the routers of the scenario.
 
