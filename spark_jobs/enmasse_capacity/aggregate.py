@@ -24,11 +24,12 @@ from .rules import InputError
 
 def _pct_expr(col, method, ps=(0.95, 0.99)):
     """Aggregate giving the percentiles' *input*: exact: the sorted values
-    (collect_list + array_sort; finished by ``_pct_finish``); approx:
+    (collect_list + sort_array: the typed ordering, not array_sort's
+    interpreted comparator; finished by ``_pct_finish``); approx:
     percentile_approx (accuracy 10000) directly."""
     from pyspark.sql import functions as F
     if method == "exact":
-        return F.array_sort(F.collect_list(col))
+        return F.sort_array(F.collect_list(col))
     return F.percentile_approx(col, list(ps), 10000)
 
 
@@ -415,8 +416,11 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
     anw.persist(StorageLevel.MEMORY_AND_DISK)
 
     # ---- per series (address on a node): totals, validity, gauges, quality -
+    # grouped on (aid, nid), a prefix of the cached table's order (aid, nid,
+    # wi): with replaceHashWithSortAgg Spark streams it as a sort aggregation
+    # (the kind is the same for every window of a series)
     an = _stats(anw.withColumn("thr", F.when(F.col("valid"), F.col("r_in") + F.col("r_out"))),
-                ("aid", "nid", "kind"), ("thr",), method,
+                ("aid", "nid"), ("thr",), method, F.max("kind").alias("kind"),
                 F.max_by("depth_last", "wi").alias("depth_last"), F.max("depth_max").alias("depth_max"),
                 F.max_by("size_last", "wi").alias("size_last"), F.max("size_max").alias("size_max"),
                 F.max_by("consumers_last", "wi").alias("consumers_last"), F.max_by("links", "wi").alias("links_last"),

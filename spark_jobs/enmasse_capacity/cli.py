@@ -58,6 +58,13 @@ def _spark_session(args):
         # detects retried map tasks writing different rows costs a pass over
         # every shuffled row and protects nothing here
         "spark.sql.shuffle.orderIndependentChecksum.enabled": "false",
+        # ... and Spark 4.3 computes that checksum anyway while full retry
+        # on a mismatch is on (its default)
+        "spark.sql.shuffle.orderIndependentChecksum.enableFullRetryOnMismatch": "false",
+        # an aggregation whose input is already sorted on its keys (the
+        # per-series statistics over the per-window table) streams as a sort
+        # aggregation instead of filling a hash map
+        "spark.sql.execution.replaceHashWithSortAgg": "true",
     }
     if args.driver_memory:
         conf["spark.driver.memory"] = args.driver_memory
