@@ -111,8 +111,13 @@ def main(argv=None):
         load_before = [float(x) for x in f.read().split()[:3]]
     state = json.loads(_podman("exec", "enmasse-spark-master", "curl", "-s",
                                "http://enmasse-spark-master:8080/json/").stdout or "{}")
-    cmd = ["exec", "-e", "PYTHONPATH=/opt/enmasse-capacity/lib", "enmasse-spark-planner",
-           "/opt/enmasse-capacity/venv/bin/spark-submit", "--master", a.master, "--driver-memory", a.driver_memory,
+    venv = "/opt/enmasse-capacity/venv"
+    # the environment the role's wrapper (enmasse-capacity-plan) sets: the
+    # venv's spark-submit finds SPARK_HOME through the venv's python
+    cmd = ["exec", "-e", "PYTHONPATH=/opt/enmasse-capacity/lib", "-e", "PATH=%s/bin:/usr/bin:/bin" % venv,
+           "-e", "PYSPARK_PYTHON=%s/bin/python" % venv, "-e", "PYSPARK_DRIVER_PYTHON=%s/bin/python" % venv,
+           "enmasse-spark-planner",
+           venv + "/bin/spark-submit", "--master", a.master, "--driver-memory", a.driver_memory,
            "--executor-memory", a.executor_memory, "--executor-cores", "1",
            "--conf", "spark.driver.host=enmasse-spark-planner",
            "/opt/enmasse-capacity/lib/capacity_plan.py", "--master", a.master, "--metrics", a.store,
