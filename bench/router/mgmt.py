@@ -31,7 +31,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
 import routers  # noqa: E402
-from ansible_collections.enmasse.messaging.plugins.module_utils.router import apply, client, diff, reader  # noqa: E402
+from ansible_collections.enmasse.messaging.plugins.module_utils.router import apply, diff, engine, protocol, reader  # noqa: E402
 
 ADDRESS = reader.KINDS["address"]
 
@@ -45,7 +45,7 @@ def timed(fn):
 def crud(session, count, router, page):
     names = ["bench/%06d" % i for i in range(count)]
     t_create, replies = timed(lambda: session.execute(
-        [client.Request("CREATE", ADDRESS, n, router=router, attributes={"prefix": n, "distribution": "balanced"})
+        [protocol.Request("CREATE", ADDRESS, n, router=router, attributes={"prefix": n, "distribution": "balanced"})
          for n in names]))
     bad = [r for r in replies if not r.ok]
     if bad:
@@ -53,7 +53,7 @@ def crud(session, count, router, page):
     t_query, rows = timed(lambda: session.query(ADDRESS, ["name", "prefix", "distribution"], router=router, page=page))
     if sum(1 for r in rows if r["name"].startswith("bench/")) != count:
         raise SystemExit("QUERY returned %d rows" % len(rows))
-    t_delete, replies = timed(lambda: session.execute([client.Request("DELETE", ADDRESS, n, router=router)
+    t_delete, replies = timed(lambda: session.execute([protocol.Request("DELETE", ADDRESS, n, router=router)
                                                        for n in names]))
     bad = [r for r in replies if not r.ok]
     if bad:
@@ -87,7 +87,7 @@ def main():
     ap.add_argument("--routers", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement (the median is printed)")
     ap.add_argument("--page", type=int, default=reader.READ_PAGE)
-    ap.add_argument("--window", type=int, default=client.DEFAULT_WINDOW)
+    ap.add_argument("--window", type=int, default=engine.DEFAULT_WINDOW)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="enmasse-bench-router-") as tmp:
         mesh = routers.RouterMesh(tmp, args.routers)

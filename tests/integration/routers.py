@@ -24,7 +24,7 @@ import signal
 import subprocess
 import time
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.router import client as router_client
+from ansible_collections.enmasse.messaging.plugins.module_utils.router import client as router_client, protocol
 
 import helpers
 
@@ -225,12 +225,12 @@ class RouterMesh(object):
                         seen = s.routers()
                         last[r.id] = seen
                         if seen == want:
-                            replies = s.execute([router_client.Request("QUERY", router_client.NODE_TYPE, router=other,
+                            replies = s.execute([protocol.Request("QUERY", protocol.NODE_TYPE, router=other,
                                                                        attribute_names=["id"]) for other in want])
                             last[r.id] = [(x.request.router, x.status, x.description) for x in replies]
                             if all(x.ok for x in replies):
                                 break
-                except router_client.RouterManagementError as e:
+                except protocol.RouterManagementError as e:
                     last[r.id] = str(e)
                 if time.time() > deadline:
                     raise RuntimeError("the mesh did not form within %ss: %s wants %s, has %s"

@@ -216,10 +216,10 @@ def round_trip(conn, address, body):
 
 def connection_users(env):
     """The ``user`` of every client connection on the router (management QUERY)."""
-    from ansible_collections.enmasse.messaging.plugins.module_utils.router import client
+    from ansible_collections.enmasse.messaging.plugins.module_utils.router import client, protocol
     mgmt = client.RouterManagement(env["mgmt"], timeout=30)
     try:
-        rows = client.query_all(mgmt.call, "org.apache.qpid.dispatch.connection", ["user", "host", "role"])
+        rows = protocol.query_all(mgmt.call, "org.apache.qpid.dispatch.connection", ["user", "host", "role"])
     finally:
         mgmt.close()
     return rows

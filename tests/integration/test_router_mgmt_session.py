@@ -8,7 +8,7 @@ import time
 import pytest
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ClientError
-from ansible_collections.enmasse.messaging.plugins.module_utils.router import apply, client, diff, reader
+from ansible_collections.enmasse.messaging.plugins.module_utils.router import apply, diff, protocol, reader
 
 pytestmark = [pytest.mark.integration, pytest.mark.router]
 
@@ -62,14 +62,14 @@ def converge(session, desired):
 def test_pipelined_create_query_delete_of_10000_addresses(session):
     n = 10000
     names = ["bench/%05d" % i for i in range(n)]
-    replies = session.execute([client.Request("CREATE", ADDRESS, name, attributes={"prefix": name})
+    replies = session.execute([protocol.Request("CREATE", ADDRESS, name, attributes={"prefix": name})
                                for name in names])
     assert [r.status for r in replies] == [201] * n
     rows = session.query(ADDRESS, ["name", "prefix", "distribution"])
     mine = sorted(r["name"] for r in rows if r["name"].startswith("bench/"))
     assert mine == names
     assert all(r["distribution"] == "balanced" for r in rows if r["name"].startswith("bench/"))
-    replies = session.execute([client.Request("DELETE", ADDRESS, name) for name in names])
+    replies = session.execute([protocol.Request("DELETE", ADDRESS, name) for name in names])
     assert [r.status for r in replies] == [204] * n
     assert not [r for r in session.query(ADDRESS, ["name"]) if r["name"].startswith("bench/")]
 
@@ -138,10 +138,10 @@ def test_errors_name_router_entity_and_reason(router_mesh, session):
     err = result["failed"][0]["error"]
     assert router in err and "enmasse/bad" in err and "router.config.autoLink" in err
     assert "Invalid value for 'direction'" in err  # the router's statusDescription
-    with pytest.raises(client.RouterManagementError) as e:
+    with pytest.raises(protocol.RouterManagementError) as e:
         apply.check_applied(result)
     assert e.value.errors == [err]
-    with pytest.raises(client.RouterManagementError) as e:
+    with pytest.raises(protocol.RouterManagementError) as e:
         session.delete(ADDRESS, "enmasse/nothing-here", router=router)
     assert e.value.status == 404 and e.value.router == router and "enmasse/nothing-here" in str(e.value)
     with pytest.raises(ClientError) as e:
@@ -153,8 +153,8 @@ def test_a_request_to_a_router_that_died_times_out_and_the_session_goes_on(route
     session.timeout = 3
     router_mesh.kill(2)
     try:
-        replies = session.execute([client.Request("READ", ADDRESS, "x", router=router_mesh.ids[2]),
-                                   client.Request("QUERY", ADDRESS, router=router_mesh.ids[1], attribute_names=["name"])])
+        replies = session.execute([protocol.Request("READ", ADDRESS, "x", router=router_mesh.ids[2]),
+                                   protocol.Request("QUERY", ADDRESS, router=router_mesh.ids[1], attribute_names=["name"])])
         assert replies[0].status is None and "no reply" in replies[0].description
         assert replies[1].ok
     finally:
@@ -162,7 +162,7 @@ def test_a_request_to_a_router_that_died_times_out_and_the_session_goes_on(route
     session.timeout = 20
     deadline = time.time() + 30
     while True:  # the mesh knows router 2 again: its management answers through _topo
-        reply = session.execute([client.Request("QUERY", ADDRESS, router=router_mesh.ids[2], attribute_names=["name"])])[0]
+        reply = session.execute([protocol.Request("QUERY", ADDRESS, router=router_mesh.ids[2], attribute_names=["name"])])[0]
         if reply.ok or time.time() > deadline:
             break
     assert reply.ok

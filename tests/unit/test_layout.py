@@ -1,6 +1,7 @@
 """The layout's dependency rules (docs/architecture.md), checked on the code:
 the model is pure, the metrics collector does not load the converger, only
 the runner imports Ansible."""
+import ast
 import glob
 import os
 import subprocess
@@ -72,3 +73,31 @@ def test_unit_tier_runs_alone_without_proton(tmp_path):
     rc_dir, in_dir = _collect(["tests/unit"], tmp_path)
     assert rc_dir == 0
     assert len(in_dir) > 100 and set(in_dir) <= set(marked), sorted(set(in_dir) - set(marked))[:5]
+
+
+def test_router_protocol_is_pure():
+    """router/protocol.py (requests, replies, their encoding, the error) does
+    no I/O: the engine (proton over a socket) is router/engine.py."""
+    loaded = loaded_after(MU + ".router.protocol")
+    io = sorted(m for m in loaded if m.split(".")[0] in ("ansible", "socket", "select", "ssl", "proton"))
+    assert io == [], "router.protocol loads %s" % io
+    assert MU + ".router.engine" not in loaded and MU + ".router.client" not in loaded
+
+
+def _sizes(path):
+    """(lines of the file, [(function, lines) of every function over 80])."""
+    with open(path) as f:
+        text = f.read()
+    long_ones = [(n.name, n.end_lineno - n.lineno + 1) for n in ast.walk(ast.parse(text))
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > 80]
+    return len(text.splitlines()), long_ones
+
+
+@pytest.mark.parametrize("package", ["router", "metrics"])
+def test_no_file_over_600_lines_no_function_over_80(package):
+    too_big = {}
+    for path in sorted(glob.glob(os.path.join(REPO, "plugins", "module_utils", package, "*.py"))):
+        lines, long_ones = _sizes(path)
+        if lines > 600 or long_ones:
+            too_big[os.path.relpath(path, REPO)] = (lines, long_ones)
+    assert too_big == {}

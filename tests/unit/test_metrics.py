@@ -27,7 +27,7 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import a
 from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import collect as metrics_collect  # noqa: E402
 from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import router as metrics_router  # noqa: E402
 from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import store as metrics_store  # noqa: E402
-from ansible_collections.enmasse.messaging.plugins.module_utils.router import client as router_client  # noqa: E402
+from ansible_collections.enmasse.messaging.plugins.module_utils.router import protocol as router_protocol  # noqa: E402
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import schema as model_schema  # noqa: E402
 from router_replies import ROUTER_REPLIES, fake_call  # noqa: E402
 
@@ -195,27 +195,27 @@ def test_shared_broker_node_is_infra():
 # ------------------------------------------------------------------- router
 
 def test_query_request_follows_amqp_management():
-    props, body = router_client.query_request("org.apache.qpid.dispatch.router.address", ["key"], 500, 250)
+    props, body = router_protocol.query_request("org.apache.qpid.dispatch.router.address", ["key"], 500, 250)
     assert props == {"operation": "QUERY", "type": "org.amqp.management", "name": "self",
                      "entityType": "org.apache.qpid.dispatch.router.address", "offset": 500, "count": 250}
     assert body == {"attributeNames": ["key"]}
 
 
 def test_parse_query_reply():
-    rows = router_client.parse_query_reply({"statusCode": 200}, {"attributeNames": ["a", "b"], "results": [[1, None], [2, "x"]]})
+    rows = router_protocol.parse_query_reply({"statusCode": 200}, {"attributeNames": ["a", "b"], "results": [[1, None], [2, "x"]]})
     assert rows == [{"a": 1, "b": None}, {"a": 2, "b": "x"}]
-    assert router_client.parse_query_reply({"statusCode": 200}, {"attributeNames": ["a"], "results": []}) == []
-    with pytest.raises(router_client.RouterManagementError) as e:
-        router_client.parse_query_reply({"statusCode": 403, "statusDescription": "Forbidden"}, None, "t")
+    assert router_protocol.parse_query_reply({"statusCode": 200}, {"attributeNames": ["a"], "results": []}) == []
+    with pytest.raises(router_protocol.RouterManagementError) as e:
+        router_protocol.parse_query_reply({"statusCode": 403, "statusDescription": "Forbidden"}, None, "t")
     assert e.value.status == 403 and "Forbidden" in str(e.value)
-    with pytest.raises(router_client.RouterManagementError):
-        router_client.parse_query_reply({"statusCode": 200}, ["not", "a", "map"])
+    with pytest.raises(router_protocol.RouterManagementError):
+        router_protocol.parse_query_reply({"statusCode": 200}, ["not", "a", "map"])
 
 
 def test_query_all_pages_with_offset_and_count():
     log = []
     call = fake_call(ROUTER_REPLIES, log)
-    rows = router_client.query_all(call, "org.apache.qpid.dispatch.router.address", ["key"], page=4)
+    rows = router_protocol.query_all(call, "org.apache.qpid.dispatch.router.address", ["key"], page=4)
     assert [r["key"] for r in rows] == [r[0] for r in ROUTER_REPLIES["org.apache.qpid.dispatch.router.address"][1]]
     assert [(p["offset"], p["count"]) for p, unused in log] == [(0, 4), (4, 4), (8, 4)]
 
@@ -265,7 +265,7 @@ def test_router_flavor_auto_falls_back_to_skupper_router():
     assert log[0][0]["entityType"] == "org.apache.qpid.dispatch.router"
     assert all(p["entityType"].startswith("io.skupper.router") for p, unused in log[1:])
     assert len(rows) == 2
-    with pytest.raises(router_client.RouterManagementError):
+    with pytest.raises(router_protocol.RouterManagementError):
         metrics_router.sample_router(fake_call(sk), "prod", [], flavor="qdrouterd")
 
 
@@ -382,7 +382,7 @@ def test_run_check_mode_writes_nothing(fake_broker):
 
 def test_run_failed_router_still_writes_the_brokers(fake_broker, monkeypatch):
     def refuse(*a, **k):
-        raise router_client.RouterManagementError("cannot open AMQP management at amqp://x: refused")
+        raise router_protocol.RouterManagementError("cannot open AMQP management at amqp://x: refused")
     monkeypatch.setattr(metrics_collect, "RouterManagement", refuse)
     res = metrics_collect.run(dict(fake_broker, router_url="amqp://x"))
     assert res["router"] == "failed" and res["failed"]

@@ -1,9 +1,9 @@
 """router/diff.py (pure) and the pure parts of router/reader.py and
-router/client.py: desired vs live router entities -> a change set."""
+router/protocol.py: desired vs live router entities -> a change set."""
 import pytest
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ValidationError
-from ansible_collections.enmasse.messaging.plugins.module_utils.router import client, diff, reader
+from ansible_collections.enmasse.messaging.plugins.module_utils.router import diff, protocol, reader
 
 LISTENER = {"type": "listener", "host": "0.0.0.0", "port": 5700, "multiTenant": True, "policyVhost": "s1",
             "authenticatePeer": True, "saslMechanisms": "PLAIN", "saslPlugin": "enmasse/s1/auth"}
@@ -132,7 +132,7 @@ def test_normalise_drops_defaults_and_unknown_attributes_and_plain_values():
 
 def test_request_encoding_is_what_proton_decodes():
     proton = pytest.importorskip("proton")
-    encoded = client.encode_request("_topo/0/R2/$management", "amqp:/_topo/0/R1/temp.x", "m7",
+    encoded = protocol.encode_request("_topo/0/R2/$management", "amqp:/_topo/0/R1/temp.x", "m7",
                                     {"operation": "CREATE", "type": "t", "name": "enmasse/a"},
                                     {"n": 5, "b": True, "none": None, "s": "x" * 300, "l": [1, "y"],
                                      "m": {"k": {"z": False}}})
@@ -144,10 +144,10 @@ def test_request_encoding_is_what_proton_decodes():
 
 
 def test_management_address_and_error_naming():
-    assert client.management_address() == "$management"
-    assert client.management_address("R2") == "_topo/0/R2/$management"
-    req = client.Request("DELETE", reader.KINDS["address"], name="enmasse/a", router="R2")
-    err = client.Reply(req, 404, "Not Found: no entity named enmasse/a").error()
+    assert protocol.management_address() == "$management"
+    assert protocol.management_address("R2") == "_topo/0/R2/$management"
+    req = protocol.Request("DELETE", reader.KINDS["address"], name="enmasse/a", router="R2")
+    err = protocol.Reply(req, 404, "Not Found: no entity named enmasse/a").error()
     assert "router R2" in str(err) and "enmasse/a" in str(err) and "router.config.address" in str(err)
     assert "Not Found" in str(err) and err.status == 404 and err.router == "R2"
 

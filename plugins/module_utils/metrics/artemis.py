@@ -122,6 +122,78 @@ def filesystem_bytes(path):
     return st.f_blocks * st.f_frsize
 
 
+def _user_addresses(addresses):
+    """{address: attributes} of the addresses of a wildcard read that are
+    the users': not internal, not temporary, not the broker's own."""
+    by_address = {}
+    for attrs in addresses.values():
+        name = attrs.get("Address")
+        if not name or attrs.get("Internal") or attrs.get("Temporary") or _internal(name):
+            continue
+        by_address[name] = attrs
+    return by_address
+
+
+def _queue_rows(queues, by_address, info, base):
+    """One row per queue (not temporary) of a user address, sorted by (address,
+    queue name)."""
+    rows = []
+    for attrs in sorted(queues.values(), key=lambda q: (q.get("Address") or "", q.get("Name") or "")):
+        address = attrs.get("Address") or ""
+        if address not in by_address or attrs.get("Temporary"):
+            continue
+        routing = (attrs.get("RoutingType") or "").upper()
+        # queue names are unique on a broker; a subscription's model address
+        # is its queue's name (clients consume from <topic>::<name>)
+        row_address = attrs.get("Name") or address
+        a_type = _broker_address_type(row_address, routing, info, False)
+        own_address = row_address == address
+        consumers = to_int(attrs.get("ConsumerCount"))
+        rows.append(row(
+            ADDRESSES, address=row_address, address_type=a_type,
+            plan=(info.get(row_address) or {}).get("plan"),
+            messages_added=to_int(attrs.get("MessagesAdded")),
+            messages_acknowledged=to_int(attrs.get("MessagesAcknowledged")),
+            message_count=to_int(attrs.get("MessageCount")),
+            consumer_count=consumers,
+            persistent_size=to_int(attrs.get("PersistentSize")),
+            address_size=to_int(by_address[address].get("AddressSize")) if own_address else None,
+            links=consumers, **base))
+    return rows
+
+
+def _topic_rows(by_address, info, base):
+    """One row per multicast-only address (a topic), sorted by name."""
+    rows = []
+    for name in sorted(by_address):
+        attrs = by_address[name]
+        routing_types = [str(r).upper() for r in attrs.get("RoutingTypes") or []]
+        if "MULTICAST" not in routing_types or "ANYCAST" in routing_types:
+            continue
+        published = (to_int(attrs.get("RoutedMessageCount")) or 0) + (to_int(attrs.get("UnRoutedMessageCount")) or 0)
+        rows.append(row(
+            ADDRESSES, address=name, address_type=_broker_address_type(name, "MULTICAST", info, True),
+            plan=(info.get(name) or {}).get("plan"),
+            messages_added=published, messages_acknowledged=0, message_count=0,
+            consumer_count=0, persistent_size=0,
+            address_size=to_int(attrs.get("AddressSize")), links=0, **base))
+    return rows
+
+
+def _disk(broker, disk_total):
+    """(disk_used, disk_max) in bytes from DiskStoreUsage and MaxDiskUsage
+    (fraction and % of the journal's filesystem of ``disk_total`` bytes);
+    (None, None) when the filesystem's size is not known."""
+    usage = broker.get("DiskStoreUsage")
+    max_pct = to_int(broker.get("MaxDiskUsage"))
+    disk_used = disk_max = None
+    if disk_total:
+        if isinstance(usage, (int, float)) and usage >= 0:
+            disk_used = int(usage * disk_total)
+        disk_max = int(disk_total * (max_pct if max_pct and 0 < max_pct <= 100 else 100) / 100.0)
+    return disk_used, disk_max
+
+
 def parse_artemis(replies, conn, infra, ts, address_info=None, disk_total=None):
     """Rows from the replies to ``artemis_requests`` (a list of (value, error)
     as returned by ``JolokiaClient.bulk(raise_errors=False)``).
@@ -155,58 +227,12 @@ def parse_artemis(replies, conn, infra, ts, address_info=None, disk_total=None):
     instance_dir = replies[3][0] if len(replies) > 3 and replies[3][1] is None else None
 
     base = dict(ts=ts, infra=infra, address_space=space, node=node, node_kind=BROKER)
-    by_address = {}
-    for attrs in addresses.values():
-        name = attrs.get("Address")
-        if not name or attrs.get("Internal") or attrs.get("Temporary") or _internal(name):
-            continue
-        by_address[name] = attrs
-
-    rows = []
-    for attrs in sorted(queues.values(), key=lambda q: (q.get("Address") or "", q.get("Name") or "")):
-        address = attrs.get("Address") or ""
-        if address not in by_address or attrs.get("Temporary"):
-            continue
-        routing = (attrs.get("RoutingType") or "").upper()
-        # queue names are unique on a broker; a subscription's model address
-        # is its queue's name (clients consume from <topic>::<name>)
-        row_address = attrs.get("Name") or address
-        a_type = _broker_address_type(row_address, routing, info, False)
-        own_address = row_address == address
-        consumers = to_int(attrs.get("ConsumerCount"))
-        rows.append(row(
-            ADDRESSES, address=row_address, address_type=a_type,
-            plan=(info.get(row_address) or {}).get("plan"),
-            messages_added=to_int(attrs.get("MessagesAdded")),
-            messages_acknowledged=to_int(attrs.get("MessagesAcknowledged")),
-            message_count=to_int(attrs.get("MessageCount")),
-            consumer_count=consumers,
-            persistent_size=to_int(attrs.get("PersistentSize")),
-            address_size=to_int(by_address[address].get("AddressSize")) if own_address else None,
-            links=consumers, **base))
-
-    for name in sorted(by_address):
-        attrs = by_address[name]
-        routing_types = [str(r).upper() for r in attrs.get("RoutingTypes") or []]
-        if "MULTICAST" not in routing_types or "ANYCAST" in routing_types:
-            continue
-        published = (to_int(attrs.get("RoutedMessageCount")) or 0) + (to_int(attrs.get("UnRoutedMessageCount")) or 0)
-        rows.append(row(
-            ADDRESSES, address=name, address_type=_broker_address_type(name, "MULTICAST", info, True),
-            plan=(info.get(name) or {}).get("plan"),
-            messages_added=published, messages_acknowledged=0, message_count=0,
-            consumer_count=0, persistent_size=0,
-            address_size=to_int(attrs.get("AddressSize")), links=0, **base))
+    by_address = _user_addresses(addresses)
+    rows = _queue_rows(queues, by_address, info, base) + _topic_rows(by_address, info, base)
 
     if disk_total is None:
         disk_total = filesystem_bytes(instance_dir)
-    usage = broker.get("DiskStoreUsage")
-    max_pct = to_int(broker.get("MaxDiskUsage"))
-    disk_used = disk_max = None
-    if disk_total:
-        if isinstance(usage, (int, float)) and usage >= 0:
-            disk_used = int(usage * disk_total)
-        disk_max = int(disk_total * (max_pct if max_pct and 0 < max_pct <= 100 else 100) / 100.0)
+    disk_used, disk_max = _disk(broker, disk_total)
     nodes = [row(NODES, ts=ts, infra=infra, address_space=node_space, node=node, node_kind=BROKER,
                  memory_used=to_int(broker.get("AddressMemoryUsage")),
                  memory_max=to_int(broker.get("GlobalMaxSize")),

@@ -21,7 +21,8 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.metrics.artemis 
 from ansible_collections.enmasse.messaging.plugins.module_utils.metrics.router import sample_router
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.schema import ADDRESSES, BROKER, INFRA_SPACE, NODES, ROUTER
 from ansible_collections.enmasse.messaging.plugins.module_utils.redact import redact_url
-from ansible_collections.enmasse.messaging.plugins.module_utils.router.client import DEFAULT_PAGE, ROUTER_PREFIXES, RouterManagement
+from ansible_collections.enmasse.messaging.plugins.module_utils.router.client import RouterManagement
+from ansible_collections.enmasse.messaging.plugins.module_utils.router.protocol import DEFAULT_PAGE, ROUTER_PREFIXES
 
 
 def summarize(address_rows, node_rows):

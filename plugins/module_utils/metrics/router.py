@@ -11,7 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.metrics.artemis import utcnow
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.schema import ADDRESS_TYPES, ADDRESSES, INFRA_SPACE, NODES, ROUTER, row, to_int
-from ansible_collections.enmasse.messaging.plugins.module_utils.router.client import DEFAULT_PAGE, ROUTER_PREFIXES, RouterManagementError, query_all
+from ansible_collections.enmasse.messaging.plugins.module_utils.router.protocol import DEFAULT_PAGE, ROUTER_PREFIXES, RouterManagementError, query_all
 
 ROUTER_ATTRIBUTES = ("id", "mode", "memoryUsage", "uptimeSeconds", "connectionCount", "linkCount",
                      "addrCount")
@@ -54,6 +54,62 @@ def _router_internal(address):
             or address.startswith("amqp:/_"))
 
 
+def _mobile_target(key, spaces, default_space):
+    """((space, address), phase) of a mobile address key; (None, phase)
+    when no space claims it; (None, None) for router-internal keys."""
+    cls, phase, text = parse_address_key(key)
+    if cls != "M" or _router_internal(text):
+        return None, None
+    space, addr = split_tenant(text, spaces)
+    if space is None:
+        if not default_space:
+            return None, phase
+        space = default_space
+    return (space, addr), phase
+
+
+def _per_address(addresses, links, target):
+    """({(space, address): totals}, dropped): the router's address and link
+    rows summed per target (``target(key)``, as ``_mobile_target``); totals
+    are deliveries from and to clients, subscribers per phase, the
+    distribution, endpoint links and the deliveries held on them."""
+    per = {}
+    dropped = 0
+    for a in addresses:
+        tgt, phase = target(a.get("key") or a.get("name") or a.get("identity") or "")
+        if tgt is None:
+            dropped += phase is not None
+            continue
+        acc = per.setdefault(tgt, {"in": 0, "out": 0, "phases": {}, "distribution": None,
+                                   "links": 0, "held": 0})
+        acc["in"] += (to_int(a.get("deliveriesIngress")) or 0) - (to_int(a.get("deliveriesIngressRouteContainer")) or 0)
+        acc["out"] += (to_int(a.get("deliveriesEgress")) or 0) - (to_int(a.get("deliveriesEgressRouteContainer")) or 0)
+        acc["phases"][phase] = to_int(a.get("subscriberCount")) or 0
+        acc["distribution"] = acc["distribution"] or a.get("distribution")
+
+    for link in links:
+        if link.get("linkType") != "endpoint":
+            continue
+        tgt, unused = target(link.get("owningAddr") or "")
+        if tgt is None or tgt not in per:
+            continue
+        per[tgt]["links"] += 1
+        per[tgt]["held"] += (to_int(link.get("undeliveredCount")) or 0) + (to_int(link.get("unsettledCount")) or 0)
+    return per, dropped
+
+
+def _router_address_type(known, acc):
+    """The address type: ``known`` (from ``address_info``) when it is one,
+    else queue (a phase-1 address: a waypoint), multicast or anycast."""
+    if known in ADDRESS_TYPES:
+        return known
+    if max(acc["phases"]) >= 1:
+        return "queue"
+    if acc["distribution"] == "multicast":
+        return "multicast"
+    return "anycast"
+
+
 def router_rows(router, addresses, links, connections, infra, ts, spaces, default_space=None,
                 address_info=None, memory_max=None):
     """Rows for one router from its QUERY results (lists of dicts).
@@ -79,56 +135,14 @@ def router_rows(router, addresses, links, connections, infra, ts, spaces, defaul
     info = address_info or {}
     node = router.get("id") or "router"
     spaces = set(spaces or [])
-    per = {}
-    dropped = 0
-
-    def target(key):
-        """((space, address), phase) of a mobile address key; (None, phase)
-        when no space claims it; (None, None) for router-internal keys."""
-        cls, phase, text = parse_address_key(key)
-        if cls != "M" or _router_internal(text):
-            return None, None
-        space, addr = split_tenant(text, spaces)
-        if space is None:
-            if not default_space:
-                return None, phase
-            space = default_space
-        return (space, addr), phase
-
-    for a in addresses:
-        tgt, phase = target(a.get("key") or a.get("name") or a.get("identity") or "")
-        if tgt is None:
-            dropped += phase is not None
-            continue
-        acc = per.setdefault(tgt, {"in": 0, "out": 0, "phases": {}, "distribution": None,
-                                   "links": 0, "held": 0})
-        acc["in"] += (to_int(a.get("deliveriesIngress")) or 0) - (to_int(a.get("deliveriesIngressRouteContainer")) or 0)
-        acc["out"] += (to_int(a.get("deliveriesEgress")) or 0) - (to_int(a.get("deliveriesEgressRouteContainer")) or 0)
-        acc["phases"][phase] = to_int(a.get("subscriberCount")) or 0
-        acc["distribution"] = acc["distribution"] or a.get("distribution")
-
-    for link in links:
-        if link.get("linkType") != "endpoint":
-            continue
-        tgt, unused = target(link.get("owningAddr") or "")
-        if tgt is None or tgt not in per:
-            continue
-        per[tgt]["links"] += 1
-        per[tgt]["held"] += (to_int(link.get("undeliveredCount")) or 0) + (to_int(link.get("unsettledCount")) or 0)
+    per, dropped = _per_address(addresses, links, lambda key: _mobile_target(key, spaces, default_space))
 
     rows = []
     for (space, addr), acc in sorted(per.items()):
         meta = info.get(addr) or {}
-        a_type = meta.get("type")
-        if a_type not in ADDRESS_TYPES:
-            if max(acc["phases"]) >= 1:
-                a_type = "queue"
-            elif acc["distribution"] == "multicast":
-                a_type = "multicast"
-            else:
-                a_type = "anycast"
         rows.append(row(ADDRESSES, ts=ts, infra=infra, address_space=space, address=addr,
-                        address_type=a_type, plan=meta.get("plan"), node=node, node_kind=ROUTER,
+                        address_type=_router_address_type(meta.get("type"), acc), plan=meta.get("plan"),
+                        node=node, node_kind=ROUTER,
                         message_count=acc["held"], consumer_count=acc["phases"][max(acc["phases"])],
                         deliveries_ingress=max(acc["in"], 0), deliveries_egress=max(acc["out"], 0),
                         links=acc["links"]))

@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.router.client import Request, RouterManagementError
+from ansible_collections.enmasse.messaging.plugins.module_utils.router.protocol import Request, RouterManagementError
 from ansible_collections.enmasse.messaging.plugins.module_utils.router.diff import CREATE, DELETE, UPDATE
 from ansible_collections.enmasse.messaging.plugins.module_utils.router.reader import entity_type
 

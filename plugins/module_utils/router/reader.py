@@ -16,7 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ClientError
-from ansible_collections.enmasse.messaging.plugins.module_utils.router.client import QDR, RouterManagementError
+from ansible_collections.enmasse.messaging.plugins.module_utils.router.protocol import QDR, RouterManagementError
 
 OWNED_PREFIX = "enmasse/"
 # kind -> full entity type (qdrouterd 1.19)
