@@ -226,7 +226,7 @@ class RouterMesh(object):
                         last[r.id] = seen
                         if seen == want:
                             replies = s.execute([protocol.Request("QUERY", protocol.NODE_TYPE, router=other,
-                                                                       attribute_names=["id"]) for other in want])
+                                                                  attribute_names=["id"]) for other in want])
                             last[r.id] = [(x.request.router, x.status, x.description) for x in replies]
                             if all(x.ok for x in replies):
                                 break

@@ -133,9 +133,9 @@ def test_normalise_drops_defaults_and_unknown_attributes_and_plain_values():
 def test_request_encoding_is_what_proton_decodes():
     proton = pytest.importorskip("proton")
     encoded = protocol.encode_request("_topo/0/R2/$management", "amqp:/_topo/0/R1/temp.x", "m7",
-                                    {"operation": "CREATE", "type": "t", "name": "enmasse/a"},
-                                    {"n": 5, "b": True, "none": None, "s": "x" * 300, "l": [1, "y"],
-                                     "m": {"k": {"z": False}}})
+                                      {"operation": "CREATE", "type": "t", "name": "enmasse/a"},
+                                      {"n": 5, "b": True, "none": None, "s": "x" * 300, "l": [1, "y"],
+                                       "m": {"k": {"z": False}}})
     msg = proton.Message()
     msg.decode(encoded)
     assert (msg.address, msg.reply_to, msg.correlation_id) == ("_topo/0/R2/$management", "amqp:/_topo/0/R1/temp.x", "m7")
