@@ -144,12 +144,15 @@ def placement_for(service, space, splan, addresses, catalogue, ledger, live_brok
     ordered = existing + new
     current = dict((n, list(h.get("brokers") or [])) for n, h in ledger.homes.items())
     plans = dict((n, a.get("plan")) for n, a in ledger.addresses.items())
-    items = []
-    for item in _validation.placement_items([a for a in ordered if a["type"] != "deadletter"], catalogue,
-                                            current_placement=current, current_plans=plans):
-        items.append(item)
+    items = _validation.placement_items([a for a in ordered if a["type"] != "deadletter"], catalogue,
+                                        current_placement=current, current_plans=plans)
     limits = splan.get("resource_limits") or {}
     res = _placement.place(items, brokers=list(service.broker_names), limits=limits)
+    for it in items:  # a router-only address that exists has no brokers: place() cannot see it lives
+        if it.name in kept_existing and it.current_plan != it.plan and it.name in res.pending:
+            res.refused[it.name] = res.pending.pop(it.name)
+    if res.refused:  # a plan change over quota: refused, the live address keeps its plan, home and messages
+        raise ServiceError(_placement.refused_plan_changes(space, splan.get("name"), limits, items, res))
     homes, pending, draining = {}, {}, {}
     for name, reason in res.pending.items():
         if name in kept_existing and not current.get(name):
@@ -661,13 +664,14 @@ def space_info(service, ledger, name):
 
 # ------------------------------------------------------------------ module flows
 
-def is_standard(params, space_name, type_hint=None):
-    """Whether the modules treat ``space_name`` as a standard space: the task
-    says so (``type``), its connection file says so, or this control host has
-    its standard ledger."""
+def is_standard(params, space_name, type_hint=None, absent=False):
+    """Whether the modules treat ``space_name`` as a standard space: its
+    connection file, the task (``type``) or this control host's ledger says
+    so; with ``absent``, also a space nothing knows here (no broker connection
+    in the task either): deleted already, a second state=absent changes nothing."""
     import os
     from ansible_collections.enmasse.messaging.plugins.module_utils.connection import (
-        connection_file_path, read_connection_file)
+        REQUIRED_CONNECTION, connection_file_path, read_connection_file)
     data = read_connection_file(connection_file_path(params, space_name)) or {}
     if data.get("type"):
         # a space that exists keeps its backend: a task that says otherwise gets the immutability error
@@ -680,7 +684,9 @@ def is_standard(params, space_name, type_hint=None):
             infra = _infra.load_infra(path)
         except Exception:  # pylint: disable=broad-except
             return False
-        return os.path.exists(_infra.ledger_path(infra, space_name))
+        if os.path.exists(_infra.ledger_path(infra, space_name)):
+            return True
+        return absent and not any(params.get(k) for k in REQUIRED_CONNECTION)
     return False
 
 
