@@ -102,6 +102,44 @@ def test_standard_placement_refuses_a_plan_change_over_quota_instead_of_evicting
     assert homes["q"] == ["b1"] and "q" not in pending and QUOTA_EXCEEDED in pending["n"] and not released
 
 
+class ReadOnlyBroker(object):
+    """A brokered space's broker that can be read and never written."""
+
+    def __init__(self, live):
+        self.live = live
+        self.mbean = "org.apache.activemq.artemis:broker=\"b\""
+
+    def read(self):
+        return {"Started": True}, self.live
+
+    def read_settings(self, names):
+        return {None: {}}
+
+    def apply(self, requests):
+        raise AssertionError("the broker was changed: %r" % (requests,))
+
+
+def test_brokered_refuses_the_same_plan_change_over_quota_and_writes_nothing(tmp_path):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import ledger as artemis_ledger
+    from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import service as artemis
+    cat = Catalogue.from_data({
+        "address_plans": [{"name": "bq-big", "address_type": "queue", "resources": {"broker": 0.6}}],
+        "address_space_plans": [{"name": "tiny", "address_space_type": "brokered", "resource_limits": {"broker": 0.5},
+                                 "address_plans": ["brokered-queue", "bq-big"]}]})
+    led = artemis_ledger.Ledger(str(tmp_path / "ledger.json"))
+    q = {"address": "q", "type": "queue", "plan": "brokered-queue"}
+    led.space = {"name": "s", "type": "brokered", "plan": "tiny"}
+    led.addresses = {"q": q}
+    live = {"q": {"address": "q", "shape": "queue", "complete": True, "topic": None, "max_consumers": None,
+                  "queues": ["q"], "message_count": 3, "consumers": 0}}
+    big = ["bq-big"]
+    with pytest.raises(ServiceError) as e:
+        artemis.converge_addresses(ReadOnlyBroker(live), led, {"name": "s", "type": "brokered", "plan": "tiny"},
+                                   cat, [dict(q, plan=big[0])], [], prune=True)
+    assert "addresses[0](q).plan: %r" % big[0] in str(e.value) and "over quota" in str(e.value), str(e.value)
+    assert led.addresses == {"q": q} and not os.path.exists(led.path)
+
+
 # ----------------------------------------------------------------- item 8: absent is idempotent
 
 def run_module(name, args, tmp_path, check_mode=False):
