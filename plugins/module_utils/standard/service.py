@@ -32,9 +32,9 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.settings
     artemis_settings, clean_address, desired_view)
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ClientError, ServiceError
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import names as _names
-from ansible_collections.enmasse.messaging.plugins.module_utils.model import placement as _placement
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import validation as _validation
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as _ent
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard.homes import placement_for
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as _infra
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import routers as _routers
 
@@ -132,63 +132,6 @@ def space_level(service, space, port, record=None):
     desired.update(_ent.space_entities(space, port, service.infra["auth_service"],
                                        bind_host=service.infra["bind_host"], anonymous=anonymous(record)))
     return desired
-
-
-def placement_for(service, space, splan, addresses, catalogue, ledger, live_brokers):
-    """Where every stored address lives: (homes {name: [brokers]}, draining
-    {name: [brokers]}, pending {name: reason}, released [(name, broker)])."""
-    existing = [a for a in addresses if a["address"] in ledger.addresses
-                and (ledger.homes.get(a["address"]) or {}).get("placed")]
-    kept_existing = set(a["address"] for a in existing)  # names are unique (validated)
-    new = [a for a in addresses if a["address"] not in kept_existing]
-    ordered = existing + new
-    current = dict((n, list(h.get("brokers") or [])) for n, h in ledger.homes.items())
-    plans = dict((n, a.get("plan")) for n, a in ledger.addresses.items())
-    items = _validation.placement_items([a for a in ordered if a["type"] != "deadletter"], catalogue,
-                                        current_placement=current, current_plans=plans)
-    limits = splan.get("resource_limits") or {}
-    res = _placement.place(items, brokers=list(service.broker_names), limits=limits)
-    for it in items:  # a router-only address that exists has no brokers: place() cannot see it lives
-        if it.name in kept_existing and it.current_plan != it.plan and it.name in res.pending:
-            res.refused[it.name] = res.pending.pop(it.name)
-    if res.refused:  # a plan change over quota: refused, the live address keeps its plan, home and messages
-        raise ServiceError(_placement.refused_plan_changes(space, splan.get("name"), limits, items, res))
-    homes, pending, draining = {}, {}, {}
-    for name, reason in res.pending.items():
-        if name in kept_existing and not current.get(name):
-            homes[name] = []  # a router-only address that exists is never evicted
-            continue
-        pending[name] = "%s: address space %r plan %r" % (reason, space, splan.get("name")) \
-            if reason == _placement.QUOTA_EXCEEDED else reason
-    for name, brokers in res.assignments.items():
-        unknown = [b for b in brokers if b not in service.brokers]
-        if unknown:
-            pending[name] = ("no broker of the pool has room for it (the placement needs %d more broker(s); "
-                             "the pool has %s): add a broker to the group brokers"
-                             % (len(unknown), ", ".join(service.broker_names)))
-            continue
-        homes[name] = list(brokers)
-    for a in ordered:
-        if a["type"] == "deadletter":
-            homes[a["address"]] = list(service.broker_names)
-    # draining: old homes from before (kept until their queue is empty)
-    released = []
-    for name, h in ledger.homes.items():
-        old = list(h.get("draining") or []) + list(res.draining.get(name) or [])
-        if name not in homes:
-            continue
-        left = []
-        for b in old:
-            if b in homes[name] or b not in service.brokers:
-                continue
-            entry = (live_brokers.get(b) or {}).get(_ent.internal(space, name))
-            if entry is not None and entry.get("message_count", 0) > 0:
-                left.append(b)
-            else:
-                released.append((name, b))
-        if left:
-            draining[name] = sorted(set(left))
-    return homes, draining, pending, released
 
 
 def desired_routers(service, space, port, addresses, homes, draining, record=None):
