@@ -172,3 +172,10 @@ def test_site_keeps_the_users_file_of_a_standard_space_left_out_of_the_inventory
     out, results = routers_play(tmp_path, [{"name": "listed", "type": "standard", "plan": "standard-unlimited"}])
     assert not failed(results), failed(results)
     assert not (tmp_path / "users" / "kept.json").exists() and (tmp_path / "users" / "listed.json").exists()
+    # a fresh control host has no ledger directory: nothing exists, nothing to warn about
+    for ledger in (tmp_path / "ledgers").iterdir():
+        ledger.unlink()
+    (tmp_path / "ledgers").rmdir()
+    out, results = routers_play(tmp_path, [{"name": "listed", "type": "standard", "plan": "standard-unlimited"}])
+    assert not failed(results), failed(results)
+    assert not [r for name, r in results if name.endswith("not in the inventory") and r.get("msg")], results

@@ -107,7 +107,7 @@ def watch(infra_path, interval=2.0, once=False):
                         LOG.info("router %s (up %ss): %d entities restored", r, up[r], made.get(r, 0))
                 seen = up
         except Exception as e:  # pylint: disable=broad-except
-            LOG.warning("cannot reach the routers: %s", e)
+            LOG.warning("cannot look at or restore the routers (tried again in %ss): %s", interval, e)
             seen = dict((r, None) for r in seen)
         if once:
             return
