@@ -169,6 +169,17 @@ def test_absent_again_changes_nothing_and_does_not_fail(tmp_path, check_mode, gi
     assert res["address_space"]["status"]["phase"] == "Deleted", res
 
 
+def test_absent_of_a_brokered_space_without_its_connection_file_is_not_silently_done(tmp_path):
+    inf = infra(tmp_path)
+    catalogue = tmp_path / "catalogue.json"
+    catalogue.write_text(json.dumps({"version": 1, "address_spaces": {"shop": {
+        "type": "brokered", "plan": "brokered-single-broker", "ledger_path": "/var/lib/artemis/shop/ledger.json"}}}))
+    res = run_module("address_space", {"name": "shop", "state": "absent", "infrastructure_file": inf["path"],
+                                       "connection_file": str(tmp_path / "shop.json"),
+                                       "catalogue_path": str(catalogue)}, tmp_path)
+    assert res.get("failed") and "is a brokered space" in res["msg"] and "shop.json is missing" in res["msg"], res
+
+
 def test_absent_of_a_space_nobody_knows_on_a_standard_host_is_standard(tmp_path):
     inf = infra(tmp_path)
     params = {"infrastructure_file": inf["path"], "connection_file": str(tmp_path / "gone-connection.json"),

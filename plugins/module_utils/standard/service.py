@@ -654,6 +654,11 @@ def module_space(params, check_mode, hide):
     infra, ledger, service, store, catalogue = _open(params, name, hide)
     conn_file = connection_file_path(params, name)
     if params["state"] == "absent":
+        other = store.address_spaces.get(name) or {}
+        if not ledger.exists and other.get("type") not in (None, "standard"):
+            raise ServiceError("address space %r is a %s space (plan catalogue %s, ledger %s), not a standard one: its "
+                               "connection file %s is missing; set its connection options to delete it"
+                               % (name, other["type"], store.path, other.get("ledger_path"), conn_file))
         result = delete_space(service, ledger, name, catalogue, force=params["force"], check_mode=check_mode,
                               connection_file=conn_file)
         unregister_space(store, name, check_mode)
