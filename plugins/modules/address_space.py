@@ -193,7 +193,7 @@ def converge(module):
     errs = space_params_errors(p)
     if errs:
         raise ValidationError(errs)
-    if standard.is_standard(p, p["name"], p.get("type") if p["state"] == "present" else None):
+    if standard.is_standard(p, p["name"], p.get("type"), absent=p["state"] == "absent"):
         return standard.module_space(p, module.check_mode, runner.secret_hider(module))
     # state=present checks the (desired) type itself: it may differ from the recorded one
     conn, ledger, space, service = open_space(p, p["name"], runner.secret_hider(module),

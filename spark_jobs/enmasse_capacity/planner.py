@@ -264,6 +264,7 @@ class Planner(PoolPlanner):
             res = placement.place(space_items[sp["name"]], brokers=list(broker_pools.get(pool, [])),
                                   limits=limits, capacity=(float("inf") if sp["type"] == "brokered" else 1.0))
             pending[sp["name"]] = dict(res.pending)
+            pending[sp["name"]].update(res.refused)  # a plan change over quota is not placed as asked either
             credit_need[sp["name"]] = {"brokers": res.brokers_needed, "routers": res.routers_needed,
                                        "totals": dict(res.totals), "limits": limits}
 

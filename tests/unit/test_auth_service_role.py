@@ -124,3 +124,58 @@ def test_users_file_filter_keeps_hashes_only_for_unchanged_passwords():
     from ansible.errors import AnsibleFilterError
     with pytest.raises(AnsibleFilterError, match="iterations"):
         flt.auth_service_users_file(space, iterations=0)
+
+
+def routers_play(tmp_path, address_spaces, **extra):
+    """site.yml's Routers play as it is (its vars and pre_tasks) on localhost as
+    the group routers, with the auth_service role's users.yml for its roles."""
+    import yaml
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "playbooks", "site.yml")) as f:
+        site = yaml.safe_load(f)
+    routers = [p for p in site if p.get("hosts") == "routers"][0]
+    variables = users_vars(tmp_path, None, **extra)
+    variables.update(routers["vars"], address_spaces=address_spaces, standard_ledger_dir=str(tmp_path / "ledgers"))
+    book = [{"hosts": "routers", "gather_facts": False, "connection": "local", "vars": variables,
+             "pre_tasks": routers.get("pre_tasks", []),
+             "tasks": [{"name": "role", "ansible.builtin.include_role": {
+                 "name": "enmasse.messaging.auth_service", "tasks_from": "users.yml"}}]}]
+    (tmp_path / "site-routers.yml").write_text(json.dumps(book))
+    (tmp_path / "hosts").write_text("[routers]\nlocalhost ansible_connection=local\n")
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_RETRY_FILES_ENABLED="False")
+    out = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "hosts"), str(tmp_path / "site-routers.yml"),
+                          "-e", "ansible_python_interpreter=%s" % sys.executable],
+                         capture_output=True, text=True, env=env, cwd=str(tmp_path), check=False, timeout=300)
+    data = json.loads(out.stdout[out.stdout.index("{"):])
+    return out.stdout, [(t["task"]["name"], h) for p in data["plays"] for t in p["tasks"] for h in t["hosts"].values()]
+
+
+def test_site_keeps_the_users_file_of_a_standard_space_left_out_of_the_inventory(tmp_path):
+    """A standard space the control host still has (its ledger) but the
+    inventory no longer lists keeps running: its users file stays, with a
+    warning. The file of a space removed (no ledger) is pruned."""
+    (tmp_path / "ledgers").mkdir()
+    (tmp_path / "users").mkdir()
+    for name in ("kept", "listed"):
+        (tmp_path / "ledgers" / ("%s.json" % name)).write_text('{"version": 1, "address_space": {"name": "%s"}}' % name)
+    kept = '{"users": {"kept-user": {"password": "pbkdf2-sha256$..."}}}'
+    (tmp_path / "users" / "kept.json").write_text(kept)
+    (tmp_path / "users" / "removed.json").write_text("{}")
+    out, results = routers_play(tmp_path, [{"name": "listed", "type": "standard", "plan": "standard-unlimited"}])
+    assert not failed(results), failed(results)
+    assert (tmp_path / "users" / "kept.json").read_text() == kept
+    assert not (tmp_path / "users" / "removed.json").exists()
+    assert (tmp_path / "users" / "listed.json").exists()
+    warning = [r["msg"] for name, r in results if name.endswith("not in the inventory") and r.get("msg")]
+    assert warning and "standard address space(s) kept exist" in warning[0] and "state=absent" in warning[0], results
+    # removed explicitly (address_space state=absent deletes the ledger): the next run prunes its users file
+    (tmp_path / "ledgers" / "kept.json").unlink()
+    out, results = routers_play(tmp_path, [{"name": "listed", "type": "standard", "plan": "standard-unlimited"}])
+    assert not failed(results), failed(results)
+    assert not (tmp_path / "users" / "kept.json").exists() and (tmp_path / "users" / "listed.json").exists()
+    # a fresh control host has no ledger directory: nothing exists, nothing to warn about
+    for ledger in (tmp_path / "ledgers").iterdir():
+        ledger.unlink()
+    (tmp_path / "ledgers").rmdir()
+    out, results = routers_play(tmp_path, [{"name": "listed", "type": "standard", "plan": "standard-unlimited"}])
+    assert not failed(results), failed(results)
+    assert not [r for name, r in results if name.endswith("not in the inventory") and r.get("msg")], results

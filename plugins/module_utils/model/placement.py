@@ -12,7 +12,11 @@
   pending with the reason ``quota exceeded``;
 * stable: an address that already has a home keeps it unless its plan changed;
   then it is placed again and its old brokers that are no longer used for it
-  are *draining* (they keep only their outgoing link until empty).
+  are *draining* (they keep only their outgoing link until empty);
+* a plan change that would take the space over its limits is *refused*: the
+  address keeps its home (never pending, never drained: what exists is only
+  removed by an explicit removal) and the modules refuse the change with
+  ``refused_plan_changes``.
 
 Pure Python, no Ansible imports: the Spark capacity planner imports it too.
 """
@@ -66,6 +70,7 @@ class Placement(object):
         self.assignments = OrderedDict()   # name -> [broker per partition]
         self.pending = OrderedDict()       # name -> reason
         self.draining = OrderedDict()      # name -> [old brokers]
+        self.refused = OrderedDict()       # name -> reason: a plan change that does not fit (keeps its home)
         self.brokers = OrderedDict()       # broker -> used broker credit
         self.totals = {"router": 0.0, "broker": 0.0, "aggregate": 0.0}
         self.moves = []                    # {name, partition, from, to}
@@ -83,6 +88,7 @@ class Placement(object):
             "assignments": dict(self.assignments),
             "pending": dict(self.pending),
             "draining": dict(self.draining),
+            "refused": dict(self.refused),
             "brokers": dict(self.brokers),
             "totals": dict(self.totals),
             "routers_needed": self.routers_needed,
@@ -147,7 +153,12 @@ def place(items, brokers=None, limits=None, capacity=1.0, new_broker_name=None):
         if item.name in kept:
             continue
         if not _fits(result.totals, item, limits):
-            result.pending[item.name] = QUOTA_EXCEEDED
+            if item.current_brokers:
+                # a plan change that does not fit: the address stays where it is
+                result.assignments[item.name] = list(item.current_brokers)
+                result.refused[item.name] = QUOTA_EXCEEDED
+            else:
+                result.pending[item.name] = QUOTA_EXCEEDED
             continue
         if item.broker <= EPS and not item.colocate_with:
             # router-only address (anycast, multicast)
@@ -215,22 +226,35 @@ def quota_errors(space_name, plan_name, limits, items, label=None):
     order (the same order the modules converge in). ``label(name)`` gives the
     field path to name in the message (default: ``address 'name'``)."""
     res = place(items, brokers=["broker"], limits=limits, capacity=float("inf"))
-    by_name = dict((i.name, i) for i in items)
     label = label or (lambda name: "address %r" % name)
+    msgs = []
+    for item in items:
+        # a refused plan change is an error here like a new address that does not fit
+        if (res.pending.get(item.name) or res.refused.get(item.name)) == QUOTA_EXCEEDED:
+            msgs.append(_over_quota(space_name, plan_name, limits, item, res, label(item.name)))
+    return msgs, res
+
+
+def _over_quota(space_name, plan_name, limits, item, res, label):
     allowed = ", ".join("%s %g" % (k, limits[k]) for k in ("router", "broker", "aggregate")
                         if limits.get(k) is not None)
-    msgs = []
-    for name, reason in res.pending.items():
-        if reason != QUOTA_EXCEEDED:
-            continue
-        item = by_name[name]
-        over = exceeded_resources(res.totals, item, limits)
-        msgs.append(
-            "%s: %r (router %g, broker %g) is over quota: quota exceeded for %s; address space %r "
+    over = exceeded_resources(res.totals, item, limits)
+    return ("%s: %r (router %g, broker %g) is over quota: quota exceeded for %s; address space %r "
             "plan %r allows %s and the addresses that fit already use router %g, broker %g"
-            % (label(name) + ".plan", item.plan, item.router, item.broker, ", ".join(over) or "the plan",
+            % (label + ".plan", item.plan, item.router, item.broker, ", ".join(over) or "the plan",
                space_name, plan_name, allowed or "nothing", res.totals["router"], res.totals["broker"]))
-    return msgs, res
+
+
+def refused_plan_changes(space_name, plan_name, limits, items, result, label=None):
+    """Messages for the plan changes ``place`` refused (``result.refused``):
+    the address keeps its plan and its home, nothing of it is deleted; a
+    converge refuses the whole change with these."""
+    by_name = dict((i.name, i) for i in items)
+    label = label or (lambda name: "address %r" % name)
+    return ["%s; the address keeps its plan %r and its messages: remove it explicitly, or move the space to a "
+            "larger plan first" % (_over_quota(space_name, plan_name, limits, by_name[n], result, label(n)),
+                                   by_name[n].current_plan)
+            for n in result.refused]
 
 
 def over_quota_warnings(space_name, plan_name, limits, result):

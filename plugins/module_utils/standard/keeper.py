@@ -39,19 +39,29 @@ ROUTER_TYPE = "org.apache.qpid.dispatch.router"
 
 
 def desired_state(service):
-    """{name: entity} every router should carry, from every standard space's ledger."""
+    """{name: entity} every router should carry, from every standard space's
+    ledger. A ledger that cannot be read (not JSON, an unknown format, entries
+    of the wrong shape) is skipped and logged, naming the file and the error:
+    the other spaces are restored all the same."""
     desired = _ent.connector_entities(service.infra["brokers"])
     for path in sorted(glob.glob(os.path.join(service.infra["ledger_dir"], "*.json"))):
-        space = os.path.basename(path)[:-len(".json")]
-        ledger = _infra.SpaceLedger.load(path)
-        if not ledger.space or not ledger.space.get("port"):
-            continue
-        addrs = [ledger.addresses[n] for n in sorted(ledger.addresses)]
-        homes = dict((n, h.get("brokers") or []) for n, h in ledger.homes.items() if h.get("placed"))
-        draining = dict((n, h.get("draining")) for n, h in ledger.homes.items() if h.get("draining"))
-        desired.update(_service.desired_routers(service, space, ledger.space["port"], addrs, homes, draining,
-                                                ledger.space))
+        try:
+            desired.update(space_entities(service, path))
+        except Exception as e:  # pylint: disable=broad-except
+            LOG.error("skipping the ledger %s (its space is not restored): %s", path, e)
     return desired
+
+
+def space_entities(service, path):
+    """The router entities of the space whose ledger is ``path`` ({} when it has no listener yet)."""
+    space = os.path.basename(path)[:-len(".json")]
+    ledger = _infra.SpaceLedger.load(path)
+    if not ledger.space or not ledger.space.get("port"):
+        return {}
+    addrs = [ledger.addresses[n] for n in sorted(ledger.addresses)]
+    homes = dict((n, h.get("brokers") or []) for n, h in ledger.homes.items() if h.get("placed"))
+    draining = dict((n, h.get("draining")) for n, h in ledger.homes.items() if h.get("draining"))
+    return _service.desired_routers(service, space, ledger.space["port"], addrs, homes, draining, ledger.space)
 
 
 def restore(service, session, router_ids):
@@ -97,7 +107,7 @@ def watch(infra_path, interval=2.0, once=False):
                         LOG.info("router %s (up %ss): %d entities restored", r, up[r], made.get(r, 0))
                 seen = up
         except Exception as e:  # pylint: disable=broad-except
-            LOG.warning("cannot reach the routers: %s", e)
+            LOG.warning("cannot look at or restore the routers (tried again in %ss): %s", interval, e)
             seen = dict((r, None) for r in seen)
         if once:
             return

@@ -32,9 +32,9 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.settings
     artemis_settings, clean_address, desired_view)
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ClientError, ServiceError
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import names as _names
-from ansible_collections.enmasse.messaging.plugins.module_utils.model import placement as _placement
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import validation as _validation
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as _ent
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard.homes import placement_for
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as _infra
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import routers as _routers
 
@@ -132,60 +132,6 @@ def space_level(service, space, port, record=None):
     desired.update(_ent.space_entities(space, port, service.infra["auth_service"],
                                        bind_host=service.infra["bind_host"], anonymous=anonymous(record)))
     return desired
-
-
-def placement_for(service, space, splan, addresses, catalogue, ledger, live_brokers):
-    """Where every stored address lives: (homes {name: [brokers]}, draining
-    {name: [brokers]}, pending {name: reason}, released [(name, broker)])."""
-    existing = [a for a in addresses if a["address"] in ledger.addresses
-                and (ledger.homes.get(a["address"]) or {}).get("placed")]
-    kept_existing = set(a["address"] for a in existing)  # names are unique (validated)
-    new = [a for a in addresses if a["address"] not in kept_existing]
-    ordered = existing + new
-    current = dict((n, list(h.get("brokers") or [])) for n, h in ledger.homes.items())
-    plans = dict((n, a.get("plan")) for n, a in ledger.addresses.items())
-    items = []
-    for item in _validation.placement_items([a for a in ordered if a["type"] != "deadletter"], catalogue,
-                                            current_placement=current, current_plans=plans):
-        items.append(item)
-    limits = splan.get("resource_limits") or {}
-    res = _placement.place(items, brokers=list(service.broker_names), limits=limits)
-    homes, pending, draining = {}, {}, {}
-    for name, reason in res.pending.items():
-        if name in kept_existing and not current.get(name):
-            homes[name] = []  # a router-only address that exists is never evicted
-            continue
-        pending[name] = "%s: address space %r plan %r" % (reason, space, splan.get("name")) \
-            if reason == _placement.QUOTA_EXCEEDED else reason
-    for name, brokers in res.assignments.items():
-        unknown = [b for b in brokers if b not in service.brokers]
-        if unknown:
-            pending[name] = ("no broker of the pool has room for it (the placement needs %d more broker(s); "
-                             "the pool has %s): add a broker to the group brokers"
-                             % (len(unknown), ", ".join(service.broker_names)))
-            continue
-        homes[name] = list(brokers)
-    for a in ordered:
-        if a["type"] == "deadletter":
-            homes[a["address"]] = list(service.broker_names)
-    # draining: old homes from before (kept until their queue is empty)
-    released = []
-    for name, h in ledger.homes.items():
-        old = list(h.get("draining") or []) + list(res.draining.get(name) or [])
-        if name not in homes:
-            continue
-        left = []
-        for b in old:
-            if b in homes[name] or b not in service.brokers:
-                continue
-            entry = (live_brokers.get(b) or {}).get(_ent.internal(space, name))
-            if entry is not None and entry.get("message_count", 0) > 0:
-                left.append(b)
-            else:
-                released.append((name, b))
-        if left:
-            draining[name] = sorted(set(left))
-    return homes, draining, pending, released
 
 
 def desired_routers(service, space, port, addresses, homes, draining, record=None):
@@ -661,13 +607,14 @@ def space_info(service, ledger, name):
 
 # ------------------------------------------------------------------ module flows
 
-def is_standard(params, space_name, type_hint=None):
-    """Whether the modules treat ``space_name`` as a standard space: the task
-    says so (``type``), its connection file says so, or this control host has
-    its standard ledger."""
+def is_standard(params, space_name, type_hint=None, absent=False):
+    """Whether the modules treat ``space_name`` as a standard space: its
+    connection file, the task (``type``) or this control host's ledger says
+    so; with ``absent``, also a space nothing knows here (no broker connection
+    in the task either): deleted already, a second state=absent changes nothing."""
     import os
     from ansible_collections.enmasse.messaging.plugins.module_utils.connection import (
-        connection_file_path, read_connection_file)
+        REQUIRED_CONNECTION, connection_file_path, read_connection_file)
     data = read_connection_file(connection_file_path(params, space_name)) or {}
     if data.get("type"):
         # a space that exists keeps its backend: a task that says otherwise gets the immutability error
@@ -680,7 +627,9 @@ def is_standard(params, space_name, type_hint=None):
             infra = _infra.load_infra(path)
         except Exception:  # pylint: disable=broad-except
             return False
-        return os.path.exists(_infra.ledger_path(infra, space_name))
+        if os.path.exists(_infra.ledger_path(infra, space_name)):
+            return True
+        return absent and not any(params.get(k) for k in REQUIRED_CONNECTION)
     return False
 
 
@@ -705,6 +654,11 @@ def module_space(params, check_mode, hide):
     infra, ledger, service, store, catalogue = _open(params, name, hide)
     conn_file = connection_file_path(params, name)
     if params["state"] == "absent":
+        other = store.address_spaces.get(name) or {}
+        if not ledger.exists and other.get("type") not in (None, "standard"):
+            raise ServiceError("address space %r is a %s space (plan catalogue %s, ledger %s), not a standard one: its "
+                               "connection file %s is missing; set its connection options to delete it"
+                               % (name, other["type"], store.path, other.get("ledger_path"), conn_file))
         result = delete_space(service, ledger, name, catalogue, force=params["force"], check_mode=check_mode,
                               connection_file=conn_file)
         unregister_space(store, name, check_mode)
