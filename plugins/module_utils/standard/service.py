@@ -24,21 +24,22 @@ import time
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import apply as _artemis_apply
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as _artemis_client
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import reader as _artemis_reader
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.diff import (
-    messages_held, plan_changes, subscription_setting_errors)
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.reader import (
-    PHASE_ACTIVE, PHASE_CONFIGURING, PHASE_DELETED, PHASE_PENDING)
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.diff import messages_held, plan_changes
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.settings import (
     artemis_settings, clean_address, desired_view)
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ClientError, ServiceError
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import names as _names
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import placement as _placement
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import requests as _requests
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import status as _status
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.status import (
+    PHASE_ACTIVE, PHASE_CONFIGURING, PHASE_DELETED, PHASE_PENDING)
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import validation as _validation
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as _ent
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as _infra
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import routers as _routers
 
-STORED = ("queue", "topic", "subscription", "deadletter")
+STORED = _validation.STORED_TYPES
 # the kinds of a space's own entities (vhost, auth plugin, listener) and the broker connectors
 SPACE_KINDS = (_ent.VHOST, _ent.AUTH_PLUGIN, _ent.LISTENER, _ent.CONNECTOR)
 READY_WAIT = 15.0
@@ -251,28 +252,10 @@ def broker_changes(service, space, catalogue, want, owned, live, force):
 
 
 def _validate(space, catalogue, present, absent, ledger, prune, positions):
-    owned = dict(ledger.addresses)
-    names = set(a.get("address") for a in present if isinstance(a, dict))
-    errs = []
-    for i, name in enumerate(absent):
-        errs.extend(_names.address_name_errors(name, "absent[%d]" % i))
-        if name in names:
-            errs.append("absent[%d]: %r is listed both as present and as absent" % (i, name))
-    absent_set = set(absent)
-    deletes = [n for n in sorted(absent_set) if n in owned]
-    if prune:
-        deletes.extend(n for n in sorted(owned) if n not in names and n not in absent_set)
-    current = dict((n, a) for n, a in owned.items() if n not in set(deletes))
-    errs.extend(_validation.validate_addresses(space, present, catalogue, current=current, check_quota=False,
-                                               positions=positions))
-    errs.extend(subscription_setting_errors(present, positions, "standard"))
-    gone = set(deletes)
-    for n in deletes:
-        for other, a in owned.items():
-            if other not in gone and a.get("type") == "subscription" and a.get("topic") == n:
-                errs.append("absent: topic %r cannot be deleted while its subscription %r stays" % (n, other))
-    if errs:
-        raise ServiceError(errs)
+    """The request's rules (model/requests.py); the quota is the placement's
+    (an address over it is Pending, not refused)."""
+    deletes, unused = _requests.address_request(space, catalogue, present, absent, dict(ledger.addresses),
+                                                prune=prune, positions=positions, check_quota=False)
     return deletes
 
 
@@ -523,7 +506,7 @@ def endpoints(service, port):
 
 
 def space_status(service, space, ledger, live_routers, router_status, error=None):
-    msgs = [error] if error else []
+    msgs = []
     port = (ledger.space or {}).get("port")
     names = list(space_level(service, space, port or 0, ledger.space).keys())
     reachable = []
@@ -539,37 +522,18 @@ def space_status(service, space, ledger, live_routers, router_status, error=None
         for n, st in (router_status.get(r) or {}).items():
             if n.startswith(_ent.BROKER_CONNECTOR) and st.get("connectionStatus") not in (None, "SUCCESS"):
                 msgs.append("router %r: connector %s is %s" % (r, n, st.get("connectionStatus")))
-    if not ledger.space:
-        phase = PHASE_PENDING
-    elif msgs:
-        phase = PHASE_CONFIGURING if not error else "Failed"
-    else:
-        phase = PHASE_ACTIVE
-    return {"ready": phase == PHASE_ACTIVE, "phase": phase, "messages": msgs,
-            "endpoints": endpoints(service, port) if port else [],
-            "routers": [{"id": r, "reachable": r in reachable} for r in service.router_ids],
-            "brokers": list(service.broker_names)}
+    return _status.space_status(bool(ledger.space), msgs, error,
+                                endpoints=endpoints(service, port) if port else [],
+                                routers=[{"id": r, "reachable": r in reachable} for r in service.router_ids],
+                                brokers=list(service.broker_names))
 
 
 def converge_space(service, ledger, desired, catalogue, connection_file=None, check_mode=False):
     name = desired["name"]
-    errs = _validation.validate_address_space(desired, catalogue)
     old = ledger.space or {}
-    if old.get("type") and old["type"] != desired.get("type"):
-        errs.append("address_space.type: %r cannot change (it is %r); type is immutable: delete the "
-                    "address space and create it again" % (desired.get("type"), old["type"]))
-    if errs:
-        raise ServiceError(errs)
-    if old.get("plan") and old["plan"] != desired["plan"] and ledger.addresses:
-        owned = [ledger.addresses[n] for n in sorted(ledger.addresses)]
-        perrs = _validation.validate_addresses(desired, owned, catalogue, current=dict(ledger.addresses))
-        if perrs:
-            raise ServiceError(["plan change %r -> %r refused: %s" % (old["plan"], desired["plan"], e)
-                                for e in perrs])
-    port = old.get("port") or _infra.allocate_port(service.infra, name)
-    record = dict((k, copy.deepcopy(desired.get(k))) for k in ("name", "type", "plan", "authentication_service")
-                  if desired.get(k) is not None)
-    record["port"] = port
+    _requests.space_request(desired, catalogue, old, ledger.addresses)
+    record = _requests.space_record(desired, port=old.get("port") or _infra.allocate_port(service.infra, name))
+    port = record["port"]
     with service.session() as session:
         live, status = service.read_routers(session, name, SPACE_KINDS)
         want = space_level(service, name, port, record)
@@ -597,7 +561,7 @@ def converge_space(service, ledger, desired, catalogue, connection_file=None, ch
     before = dict(old)
     return {"changed": changed, "diff": {"before": before, "after": record},
             "changes": {"routers": _routers.summary(rchanges)},
-            "address_space": space_result(name, record, st)}
+            "address_space": _status.space_result(name, record, st)}
 
 
 def connection_data(service, name, record, ledger_path):
@@ -606,19 +570,11 @@ def connection_data(service, name, record, ledger_path):
             "endpoints": endpoints(service, record["port"])}
 
 
-def space_result(name, record, status):
-    out = {"name": name, "type": None, "plan": None, "authentication_service": None, "exists": bool(record)}
-    out.update(record or {})
-    out["status"] = status
-    return out
-
-
 def delete_space(service, ledger, name, catalogue, force=False, check_mode=False, connection_file=None):
     before = copy.deepcopy(ledger.space) if ledger.space else {}
     if not ledger.exists:
         return {"changed": False, "diff": {"before": {}, "after": {}},
-                "address_space": space_result(name, None, {"ready": False, "phase": PHASE_DELETED,
-                                                           "messages": [], "endpoints": []})}
+                "address_space": _status.deleted_space(name)}
     ledger.check_writable()
     live_brokers = service.read_brokers(name)
     owned = owned_on_brokers(service, name, ledger)
@@ -641,8 +597,7 @@ def delete_space(service, ledger, name, catalogue, force=False, check_mode=False
                     os.unlink(connection_file)
     return {"changed": True, "changes": change_summary(rchanges, bchanges),
             "diff": {"before": dict(before, addresses=sorted(ledger.addresses) if check_mode else []), "after": {}},
-            "address_space": space_result(name, None, {"ready": False, "phase": PHASE_DELETED, "messages": [],
-                                                       "endpoints": []})}
+            "address_space": _status.deleted_space(name)}
 
 
 def space_info(service, ledger, name):
@@ -653,93 +608,7 @@ def space_info(service, ledger, name):
     except (ServiceError, ClientError) as e:
         error = str(e)
     st = space_status(service, name, ledger, live or {}, status or {}, error)
-    out = space_result(name, ledger.space, st)
+    out = _status.space_result(name, ledger.space, st)
     if ledger.space:
         out["owned_addresses"] = len(ledger.addresses)
     return out
-
-
-# ------------------------------------------------------------------ module flows
-
-def is_standard(params, space_name, type_hint=None):
-    """Whether the modules treat ``space_name`` as a standard space: the task
-    says so (``type``), its connection file says so, or this control host has
-    its standard ledger."""
-    import os
-    from ansible_collections.enmasse.messaging.plugins.module_utils.connection import (
-        connection_file_path, read_connection_file)
-    data = read_connection_file(connection_file_path(params, space_name)) or {}
-    if data.get("type"):
-        # a space that exists keeps its backend: a task that says otherwise gets the immutability error
-        return data["type"] == "standard"
-    if type_hint is not None:
-        return type_hint == "standard"
-    path = params.get("infrastructure_file") or _infra.DEFAULT_INFRA_FILE
-    if os.path.exists(path):
-        try:
-            infra = _infra.load_infra(path)
-        except Exception:  # pylint: disable=broad-except
-            return False
-        return os.path.exists(_infra.ledger_path(infra, space_name))
-    return False
-
-
-def catalogue_conn(params, infra):
-    return {"catalogue_path": params.get("catalogue_path") or infra.get("catalogue_path")}
-
-
-def _open(params, name, hide):
-    from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import load_catalogue
-    infra, ledger, service = open_space(params, name, hide)
-    store, catalogue = load_catalogue(params, catalogue_conn(params, infra))
-    return infra, ledger, service, store, catalogue
-
-
-def module_space(params, check_mode, hide):
-    """address_space for a standard space (state present or absent)."""
-    from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import (
-        register_space, registration_needed, unregister_space)
-    from ansible_collections.enmasse.messaging.plugins.module_utils.connection import connection_file_path
-    from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import space_input
-    name = params["name"]
-    infra, ledger, service, store, catalogue = _open(params, name, hide)
-    conn_file = connection_file_path(params, name)
-    if params["state"] == "absent":
-        result = delete_space(service, ledger, name, catalogue, force=params["force"], check_mode=check_mode,
-                              connection_file=conn_file)
-        unregister_space(store, name, check_mode)
-        return result
-    desired = space_input(params, ledger.space, {})
-    if desired.get("type") != "standard":
-        raise ServiceError("address_space.type: %r cannot change (it is 'standard'); type is immutable: delete the "
-                           "address space and create it again" % desired.get("type"))
-    if not check_mode and registration_needed(store, desired, ledger.path):
-        store.check_writable()
-    result = converge_space(service, ledger, desired, catalogue, connection_file=conn_file, check_mode=check_mode)
-    register_space(store, desired, ledger.path, check_mode)
-    return result
-
-
-def module_addresses(params, present, absent, positions, check_mode, hide, report, diff_mode=True):
-    name = params["address_space"]
-    infra, ledger, service, unused, catalogue = _open(params, name, hide)
-    space = space_of(ledger, name)
-    if not space["plan"]:
-        raise ServiceError("the plan of address space %r is not known: create it with "
-                           "enmasse.messaging.address_space (type standard) first" % name)
-    return converge_addresses(service, ledger, space, catalogue, present, absent, prune=params["prune"],
-                              force=params["force"], check_mode=check_mode, report=report, positions=positions,
-                              diff_mode=diff_mode)
-
-
-def module_address_info(params, hide):
-    name = params["address_space"]
-    infra, ledger, service, unused, catalogue = _open(params, name, hide)
-    return {"changed": False, "addresses": address_info(service, ledger, space_of(ledger, name), catalogue,
-                                                        params.get("addresses"))}
-
-
-def module_space_info(params, hide):
-    name = params["name"]
-    infra, ledger, service = open_space(params, name, hide)
-    return {"changed": False, "address_space": space_info(service, ledger, name)}
