@@ -33,6 +33,8 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.model import sta
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import (
     address_inputs, check_space_name, space_params_errors)
 
+# what the address module lists in its result (return_addresses)
+REPORT_CHOICES = ("all", "changed", "none")
 # operation -> the parameter that names the address space
 OPERATIONS = {"address_space": "name", "address_space_info": "name",
               "address": "address_space", "address_info": "address_space"}

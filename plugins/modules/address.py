@@ -282,15 +282,21 @@ addresses:
           type: str
           returned: always
         message_count:
-          description: Messages held (for a topic, in all its subscriptions).
+          description:
+            - Messages held (for a topic, in all its subscriptions).
+            - Null where the backend cannot tell (an anycast or multicast address of a standard space holds
+              none on a broker; an operator on a cluster that does not report it).
           type: int
           returned: always
         consumers:
-          description: Consumers attached.
+          description:
+            - Consumers attached.
+            - Null where the backend cannot tell (standard spaces: consumers attach to the routers; a cluster
+              whose operator does not report it).
           type: int
           returned: always
         owned:
-          description: The address is in the ownership ledger.
+          description: The address is owned by the collection (in the ownership ledger; on a cluster, labelled).
           type: bool
           returned: always
         messages:
@@ -343,7 +349,6 @@ failed_addresses:
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_APPLY_ARGS
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, backends, runner
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import REPORT_CHOICES
 
 # The string options are raw and the model checks them (model/types.py): a
 # type=str option would turn ``address: yes`` into 'True'. The sub-options of
@@ -368,7 +373,7 @@ OPTIONS = dict(
     addresses=dict(type="list", elements="dict"),
     src=dict(type="path"),
     prune=dict(type="bool", default=False),
-    return_addresses=dict(type="str", choices=list(REPORT_CHOICES)),
+    return_addresses=dict(type="str", choices=list(backends.REPORT_CHOICES)),
     state=args.STATE_ARG,
     force=args.FORCE_ARG,
 )

@@ -8,7 +8,6 @@ import re
 
 import pytest
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import diff as artemis_diff
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import requests as model_requests
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import service as artemis_service
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import settings as artemis_settings

@@ -129,9 +129,6 @@ def diff_against_live(service, live, owned, present, deletes, catalogue, force):
 
 # --------------------------------------------------------------- addresses
 
-REPORT_CHOICES = ("all", "changed", "none")
-
-
 def converge_addresses(service, ledger, space, catalogue, present, absent, prune=False,
                        force=False, check_mode=False, report="all", positions=None):
     """Converge the addresses of a brokered space.

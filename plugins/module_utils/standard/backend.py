@@ -43,12 +43,11 @@ def is_standard(params, space_name, type_hint=None):
 
 
 def open_space(params, name, hide):
-    """Infrastructure, ledger, service, catalogue store and catalogue of a
-    standard space."""
+    """Ledger, service, catalogue store and catalogue of a standard space."""
     infra, ledger, service = _service.open_space(params, name, hide)
     store, catalogue = _catalogue.load_catalogue(params, {"catalogue_path": params.get("catalogue_path")
                                                           or infra.get("catalogue_path")})
-    return infra, ledger, service, store, catalogue
+    return ledger, service, store, catalogue
 
 
 class StandardBackend(Backend):
@@ -58,7 +57,7 @@ class StandardBackend(Backend):
     def address_space(self, request):
         params, check_mode = request.params, request.check_mode
         name = params["name"]
-        unused, ledger, service, store, catalogue = open_space(params, name, request.hide)
+        ledger, service, store, catalogue = open_space(params, name, request.hide)
         conn_file = connection_file_path(params, name)
         if params["state"] == "absent":
             result = _service.delete_space(service, ledger, name, catalogue, force=params["force"],
@@ -83,7 +82,7 @@ class StandardBackend(Backend):
     def address(self, request):
         params = request.params
         name = params["address_space"]
-        unused, ledger, service, unused, catalogue = open_space(params, name, request.hide)
+        ledger, service, unused, catalogue = open_space(params, name, request.hide)
         space = _service.space_of(ledger, name)
         if not space["plan"]:
             raise ServiceError("the plan of address space %r is not known: create it with "
@@ -96,6 +95,6 @@ class StandardBackend(Backend):
     def address_info(self, request):
         params = request.params
         name = params["address_space"]
-        unused, ledger, service, unused, catalogue = open_space(params, name, request.hide)
+        ledger, service, unused, catalogue = open_space(params, name, request.hide)
         return {"changed": False, "addresses": _service.address_info(service, ledger, _service.space_of(ledger, name),
                                                                      catalogue, params.get("addresses"))}

@@ -24,9 +24,9 @@ import time
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import apply as _artemis_apply
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as _artemis_client
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import reader as _artemis_reader
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.diff import messages_held, plan_changes
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import service as _artemis_service
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.settings import (
-    artemis_settings, clean_address, desired_view)
+    clean_address, desired_view)
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ClientError, ServiceError
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import names as _names
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import placement as _placement
@@ -65,6 +65,10 @@ class StandardService(object):
                 b["management_url"], b["management_user"], b["management_password"],
                 origin=b.get("management_origin") or "http://localhost", timeout=self.infra["timeout"])
         return self._clients[name]
+
+    def broker(self, name):
+        """Pool broker ``name`` as the brokered backend's service."""
+        return _artemis_service.BrokeredService(self.jolokia(name), self.brokers[name]["broker_name"])
 
     def read_brokers(self, space):
         """{broker: {internal name: live entry}} for the space's names on every pool broker."""
@@ -224,28 +228,20 @@ def owned_on_brokers(service, space, ledger):
 # ------------------------------------------------------------------ converge addresses
 
 def broker_changes(service, space, catalogue, want, owned, live, force):
-    """Per broker: the artemis change set from its live state to ``want``."""
+    """Per broker: the artemis change set from its live state to ``want``
+    (artemis.service.diff_against_live on each pool broker)."""
     out = {}
     held = []
     for b in service.broker_names:
         present = want.get(b) or []
         names = set(a["address"] for a in present)
-        deletes = sorted(n for n in owned.get(b, {}) if n not in names)
         # an owned address on the broker that the ledger forgot is left alone
-        wanted = dict((a["address"], artemis_settings(a, catalogue)) for a in present)
-        had = dict((n, artemis_settings(owned[b][n], catalogue)) for n in list(wanted) + deletes if n in owned[b])
-        lv = live.get(b) or {}
-        need = [n for n in list(wanted) + deletes if n in lv and (wanted.get(n) or had.get(n))]
-        client = service.jolokia(b)
-        merged = _artemis_reader.read_settings(client, service.brokers[b]["broker_name"], need) if need else {None: {}}
-        ch = plan_changes(present, deletes, lv, owned[b], merged, catalogue,
-                          _artemis_client.broker_mbean(service.brokers[b]["broker_name"]), merged.get(None),
-                          wanted, had)
-        if not force:
-            msgs = messages_held(ch.removing, lv)
-            if msgs:
-                held.extend("broker %r: %s" % (b, m) for m in (msgs if isinstance(msgs, list) else [msgs]))
-        out[b] = ch
+        deletes = sorted(n for n in owned.get(b, {}) if n not in names)
+        try:
+            out[b], unused = _artemis_service.diff_against_live(
+                service.broker(b), live.get(b) or {}, owned[b], present, deletes, catalogue, force)
+        except ServiceError as e:  # messages held: every broker's at once
+            held.extend("broker %r: %s" % (b, m) for m in e.errors)
     if held:
         raise ServiceError(held)
     return out
