@@ -146,16 +146,17 @@ class Bench(object):
 
     def phases(self, addrs, expect_changed):
         """The service in this process, its phases timed."""
-        from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import address_inputs
-        from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as standard
+        from ansible_collections.enmasse.messaging.plugins.module_utils import backends
+        from ansible_collections.enmasse.messaging.plugins.module_utils.request import Request
         p = dict(self.defaults, address_space=SPACE, addresses=addrs, prune=True, force=False, state="present",
                  address=None, definition=None, src=None, return_addresses=None)
         with common.PhaseTimer() as timer:
             t0 = time.perf_counter()
-            present, absent, errors, positions = address_inputs(p, SPACE)
+            request = Request(dict(p, return_addresses="changed"))
+            errors = backends.prepare(request, "address")
             timer.add("input", time.perf_counter() - t0)
             assert not errors, errors[:3]
-            res = standard.module_addresses(p, present, absent, positions, False, lambda secrets: None, "changed")
+            res = backends.host_backend(request, "address").address(request)
             total = time.perf_counter() - t0
         assert res["changed"] == expect_changed, res.get("changes")
         out = dict(timer.seconds)

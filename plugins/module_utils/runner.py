@@ -17,6 +17,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.args import argument_spec
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import EnmasseError
+from ansible_collections.enmasse.messaging.plugins.module_utils.request import Request
 
 # how many messages the one-line msg of a failure repeats (errors has them all)
 MSG_ERRORS = 20
@@ -84,3 +85,8 @@ def secret_hider(module):
     """A callable that has ``module`` mask the secrets it is given (for
     connection resolution, which knows no AnsibleModule)."""
     return lambda secrets: hide_secrets(module, *secrets)
+
+
+def request(module):
+    """The backends' view of ``module`` (module_utils/request.py)."""
+    return Request(module.params, module.check_mode, getattr(module, "_diff", False), secret_hider(module))

@@ -282,15 +282,21 @@ addresses:
           type: str
           returned: always
         message_count:
-          description: Messages held (for a topic, in all its subscriptions).
+          description:
+            - Messages held (for a topic, in all its subscriptions).
+            - Null where the backend cannot tell (an anycast or multicast address of a standard space holds
+              none on a broker; an operator on a cluster that does not report it).
           type: int
           returned: always
         consumers:
-          description: Consumers attached.
+          description:
+            - Consumers attached.
+            - Null where the backend cannot tell (standard spaces: consumers attach to the routers; a cluster
+              whose operator does not report it).
           type: int
           returned: always
         owned:
-          description: The address is in the ownership ledger.
+          description: The address is owned by the collection (in the ownership ledger; on a cluster, labelled).
           type: bool
           returned: always
         messages:
@@ -341,16 +347,8 @@ failed_addresses:
   elements: str
 '''
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import modules as kubernetes_backend
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_APPLY_ARGS
-from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import (
-    REPORT_CHOICES, converge_addresses, open_space)
-from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError, ValidationError
-from ansible_collections.enmasse.messaging.plugins.module_utils.input_files import read_addresses_file
-from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import load_catalogue
-from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import address_inputs, check_space_name
-from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as standard
+from ansible_collections.enmasse.messaging.plugins.module_utils import args, backends, runner
 
 # The string options are raw and the model checks them (model/types.py): a
 # type=str option would turn ``address: yes`` into 'True'. The sub-options of
@@ -375,7 +373,7 @@ OPTIONS = dict(
     addresses=dict(type="list", elements="dict"),
     src=dict(type="path"),
     prune=dict(type="bool", default=False),
-    return_addresses=dict(type="str", choices=list(REPORT_CHOICES)),
+    return_addresses=dict(type="str", choices=list(backends.REPORT_CHOICES)),
     state=args.STATE_ARG,
     force=args.FORCE_ARG,
 )
@@ -393,29 +391,7 @@ REQUIRED_BY = dict((f, "address") for f in FIELDS)
 
 
 def converge(module):
-    if kubernetes_backend.selected(module.params):
-        return kubernetes_backend.address(module)
-    p = module.params
-    # everything that needs neither the host nor the broker first
-    check_space_name(p["address_space"])
-    if p["src"] is not None:  # a copy: the invocation echoes module.params
-        p = dict(p, addresses=read_addresses_file(p["src"]))
-    present, absent, errors, positions = address_inputs(p, p["address_space"])
-    if errors:
-        raise ValidationError(errors)
-    report = p["return_addresses"] or ("changed" if p["addresses"] is not None else "all")
-    if standard.is_standard(p, p["address_space"]):
-        return standard.module_addresses(p, present, absent, positions, module.check_mode,
-                                         runner.secret_hider(module), report, diff_mode=module._diff)
-    conn, ledger, space, service = open_space(p, p["address_space"], runner.secret_hider(module))
-    if not space["plan"]:
-        raise ConfigError(
-            "the plan of address space %r is not known: create it with enmasse.messaging.address_space "
-            "(which records it in the ledger %s) or add plan to the connection file %s"
-            % (space["name"], conn["ledger_path"], conn["connection_file"]))
-    unused, catalogue = load_catalogue(p, conn)
-    return converge_addresses(service, ledger, space, catalogue, present, absent, prune=p["prune"], force=p["force"],
-                              check_mode=module.check_mode, report=report, positions=positions)
+    return backends.run("address", runner.request(module))
 
 
 def main():

@@ -81,13 +81,8 @@ addresses:
                brokers: [broker-1, broker-2], routers: [router-1, router-2, router-3], messages: []}
 '''
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import modules as kubernetes_backend
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_ARGS
-from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import address_info, open_space
-from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import load_catalogue
-from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import check_space_name
-from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as standard
+from ansible_collections.enmasse.messaging.plugins.module_utils import args, backends, runner
 
 OPTIONS = dict(
     args.ADDRESS_SPACE_ARG,
@@ -98,16 +93,7 @@ OPTIONS.update(KUBERNETES_ARGS)
 
 
 def info(module):
-    if kubernetes_backend.selected(module.params):
-        return kubernetes_backend.address_info(module)
-    p = module.params
-    check_space_name(p["address_space"])
-    if standard.is_standard(p, p["address_space"]):
-        return standard.module_address_info(p, runner.secret_hider(module))
-    conn, ledger, space, service = open_space(p, p["address_space"], runner.secret_hider(module))
-    unused, catalogue = load_catalogue(p, conn)
-    addresses = address_info(service, ledger, catalogue, p["addresses"], p["include_unowned"])
-    return {"changed": False, "addresses": addresses}
+    return backends.run("address_info", runner.request(module))
 
 
 def main():

@@ -204,7 +204,7 @@ OPTIONS.update(KUBERNETES_APPLY_ARGS)
 
 def converge(module):
     if kubernetes_backend.selected(module.params):
-        return kubernetes_backend.plans(ADDRESS_PLANS)(module)
+        return kubernetes_backend.plans(ADDRESS_PLANS)(runner.request(module))
     return converge_from_params(module.params, ADDRESS_PLANS, module.check_mode)
 
 

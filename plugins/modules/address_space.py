@@ -155,15 +155,9 @@ errors:
   elements: str
 '''
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import modules as kubernetes_backend
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_APPLY_ARGS
-from ansible_collections.enmasse.messaging.plugins.module_utils import args, runner
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import converge_space, delete_space, open_space
-from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import (
-    load_catalogue, register_space, registration_needed, unregister_space)
-from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ValidationError
-from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import SPACE_FIELDS, space_input, space_params_errors
-from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as standard
+from ansible_collections.enmasse.messaging.plugins.module_utils import args, backends, runner
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import SPACE_FIELDS
 
 # name, type and plan are raw: the model checks they are strings (type=str
 # would turn ``yes`` into 'True'). authentication_service has no declared
@@ -186,30 +180,7 @@ MUTUALLY_EXCLUSIVE = [("definition", k) for k in SPACE_FIELDS]
 
 
 def converge(module):
-    if kubernetes_backend.selected(module.params):
-        return kubernetes_backend.address_space(module)
-    p = module.params
-    # everything that needs neither the host nor the broker first
-    errs = space_params_errors(p)
-    if errs:
-        raise ValidationError(errs)
-    if standard.is_standard(p, p["name"], p.get("type"), absent=p["state"] == "absent"):
-        return standard.module_space(p, module.check_mode, runner.secret_hider(module))
-    # state=present checks the (desired) type itself: it may differ from the recorded one
-    conn, ledger, space, service = open_space(p, p["name"], runner.secret_hider(module),
-                                              supported_only=p["state"] == "absent")
-    store, catalogue = load_catalogue(p, conn)
-    if p["state"] == "absent":
-        result = delete_space(service, ledger, p["name"], catalogue, force=p["force"], check_mode=module.check_mode)
-        unregister_space(store, p["name"], module.check_mode)
-        return result
-    desired = space_input(p, ledger.space, conn)
-    if not module.check_mode and registration_needed(store, desired, conn["ledger_path"]):
-        store.check_writable()  # before the broker or the ledger change
-    result = converge_space(service, ledger, desired, catalogue, conn.get("endpoints") or p["endpoints"],
-                            check_mode=module.check_mode)
-    register_space(store, desired, conn["ledger_path"], module.check_mode)
-    return result
+    return backends.run("address_space", runner.request(module))
 
 
 def main():

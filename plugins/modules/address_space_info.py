@@ -79,32 +79,12 @@ address_space:
       returned: always
 '''
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import modules as kubernetes_backend
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_ARGS
-from ansible_collections.enmasse.messaging.plugins.module_utils import runner
-from ansible_collections.enmasse.messaging.plugins.module_utils.args import CONNECTION_ARGS
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.service import open_space, space_info, space_result
-from ansible_collections.enmasse.messaging.plugins.module_utils.connection import connection_file_path, read_connection_file
-from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import check_space_name
-from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as standard
+from ansible_collections.enmasse.messaging.plugins.module_utils import backends, runner
 
 
 def info(module):
-    if kubernetes_backend.selected(module.params):
-        return kubernetes_backend.address_space_info(module)
-    p = module.params
-    name = p["name"]
-    check_space_name(name, "name")
-    if standard.is_standard(p, name):
-        return standard.module_space_info(p, runner.secret_hider(module))
-    explicit = any(p.get(k) is not None for k in CONNECTION_ARGS)
-    path = connection_file_path(p, name)
-    if not explicit and read_connection_file(path) is None:
-        status = {"ready": False, "phase": "Pending", "endpoints": [],
-                  "messages": ["no connection file %s: the address space is not deployed" % path]}
-        return {"changed": False, "address_space": space_result(name, None, status)}
-    conn, ledger, space, service = open_space(p, name, runner.secret_hider(module))
-    return {"changed": False, "address_space": space_info(service, ledger, name, conn.get("endpoints"))}
+    return backends.run("address_space_info", runner.request(module))
 
 
 def main():

@@ -79,7 +79,7 @@ OPTIONS.update(KUBERNETES_ARGS)
 
 def read(module):
     if kubernetes_backend.selected(module.params):
-        return kubernetes_backend.plan_info(SPACE_PLANS)(module)
+        return kubernetes_backend.plan_info(SPACE_PLANS)(runner.request(module))
     p = module.params
     result = plan_info(p["catalogue_path"] or DEFAULT_CATALOGUE_PATH, SPACE_PLANS, p["names"], p["spaces_dir"])
     result["changed"] = False

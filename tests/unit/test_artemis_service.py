@@ -7,12 +7,13 @@ import os
 import pytest
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import diff as artemis_diff
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import requests as model_requests
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import reader as artemis_reader
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import settings as artemis_settings
 from ansible_collections.enmasse.messaging.plugins.module_utils import connection
 from ansible_collections.enmasse.messaging.plugins.module_utils import errors
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import inputs as model_inputs
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.ledger import Ledger, LedgerError
+from ansible_collections.enmasse.messaging.plugins.module_utils.ledger import Ledger, LedgerError
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.plans import Catalogue
 
 pytestmark = pytest.mark.unit
@@ -249,19 +250,19 @@ def test_messages_held_names_address_and_count():
 
 
 def test_refusals_specific_to_brokered_spaces():
-    errs = artemis_diff.subscription_setting_errors([
+    errs = model_requests.subscription_setting_errors([
         q("fine", message_ttl={"maximum": 1}),
         {"address": "s", "type": "subscription", "topic": "t", "message_ttl": {"maximum": 1000}}])
     assert len(errs) == 1 and "addresses[1](s).message_ttl" in errs[0] and "1000" in errs[0]
     owned = {"t": {"address": "t", "type": "topic"},
              "s": {"address": "s", "type": "subscription", "topic": "t"}}
-    assert "owned subscription(s) s" in artemis_diff.orphan_subscription_errors(["t"], owned)[0]
-    assert artemis_diff.orphan_subscription_errors(["t", "s"], owned) == []
+    assert "owned subscription(s) s" in model_requests.orphan_subscription_errors(["t"], owned)[0]
+    assert model_requests.orphan_subscription_errors(["t", "s"], owned) == []
 
 
 def test_quota_order_lists_the_task_first_then_the_owned_addresses_that_stay():
     owned = {"kept": q("kept"), "old": q("old"), "dropped": q("dropped")}
-    order = artemis_diff.quota_order([q("new"), q("old")], owned, ["dropped"])
+    order = model_requests.quota_order([q("new"), q("old")], owned, ["dropped"])
     assert [a["address"] for a in order] == ["new", "old", "kept"]
 
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import diff as artemis_diff
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import requests as model_requests
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import service as artemis_service
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import settings as artemis_settings
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import PlanError
@@ -357,7 +357,7 @@ def test_address_deadletter_without_attempts_gets_ten_as_in_enmasse():
 def test_address_subscription_has_no_settings_of_its_own():
     sub = one_address(address_doc(name="shop.s1", address="s1", type="subscription", plan="brokered-subscription",
                                   topic="events", messageTtl={"maximum": 1000}))
-    errs = artemis_diff.subscription_setting_errors([sub])
+    errs = model_requests.subscription_setting_errors([sub])
     assert "is not supported on a subscription in a brokered address space" in joined(errs)
 
 

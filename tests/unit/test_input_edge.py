@@ -12,7 +12,7 @@ import pytest
 from ansible_collections.enmasse.messaging.plugins.module_utils import errors
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import apply as artemis_apply
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.diff import Changes
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.ledger import Ledger, LedgerError
+from ansible_collections.enmasse.messaging.plugins.module_utils.ledger import Ledger, LedgerError
 from ansible_collections.enmasse.messaging.plugins.module_utils.input_files import address_list
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import inputs as model_inputs
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import names as model_names

@@ -23,7 +23,7 @@ def loaded_after(module):
 
 
 @pytest.mark.parametrize("name", ["names", "types", "documents", "plan_documents", "example_plans", "inputs",
-                                  "validation", "plans", "placement", "schema"])
+                                  "validation", "plans", "placement", "schema", "requests", "status"])
 def test_model_is_pure(name):
     loaded = loaded_after("%s.model.%s" % (MU, name))
     mine = sorted(m for m in loaded if m.startswith(MU + ".") and not m.startswith((MU + ".model", MU + ".errors")))
@@ -101,3 +101,55 @@ def test_no_file_over_600_lines_no_function_over_80(package):
         if lines > 600 or long_ones:
             too_big[os.path.relpath(path, REPO)] = (lines, long_ones)
     assert too_big == {}
+
+
+def _imports(path, allowed=()):
+    """The collection packages a file imports (``artemis``, ``model``,
+    ``backends``, ...), leaving out the modules in ``allowed``
+    (``kubernetes.args``)."""
+    out = set()
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            for head in ("from %s." % MU, "from %s import " % MU, "import %s." % MU):
+                if line.startswith(head):
+                    dotted = line[len(head):].split()[0].rstrip(",")
+                    if dotted not in allowed:
+                        out.add(dotted.split(".")[0])
+    return out
+
+
+# a backend package may import these collection packages (besides its own,
+# model, errors and the shared helpers); standard composes router and artemis
+BACKEND_MAY_IMPORT = {"artemis": set(), "kubernetes": set(), "router": set(), "standard": {"router", "artemis"}}
+BACKEND_PACKAGES = set(BACKEND_MAY_IMPORT) | {"metrics", "catalogue", "auth"}
+
+
+@pytest.mark.parametrize("package", sorted(BACKEND_MAY_IMPORT))
+def test_backends_do_not_reach_into_each_other(package):
+    offenders = []
+    for path in glob.glob(os.path.join(REPO, "plugins", "module_utils", package, "*.py")):
+        foreign = (_imports(path) & BACKEND_PACKAGES) - {package, "catalogue"} - BACKEND_MAY_IMPORT[package]
+        if foreign:
+            offenders.append("%s imports %s" % (os.path.relpath(path, REPO), ", ".join(sorted(foreign))))
+    assert offenders == []
+
+
+@pytest.mark.parametrize("module", ["address", "address_info", "address_space", "address_space_info"])
+def test_address_modules_enter_every_backend_through_one_interface(module):
+    """A module names no backend: backends.run selects it (one selection)."""
+    path = os.path.join(REPO, "plugins", "modules", module + ".py")
+    # the kubernetes connection options are options, not the backend
+    assert _imports(path, allowed=("kubernetes.args",)) & BACKEND_PACKAGES == set()
+    with open(path) as f:
+        assert 'backends.run("%s", runner.request(module))' % module in f.read()
+
+
+def test_the_ledger_and_the_phases_live_outside_the_brokered_backend():
+    assert not os.path.exists(os.path.join(REPO, "plugins", "module_utils", "artemis", "ledger.py"))
+    for path in glob.glob(os.path.join(REPO, "plugins", "module_utils", "**", "*.py"), recursive=True):
+        if path.endswith(os.path.join("model", "status.py")):
+            continue
+        with open(path) as f:
+            text = f.read()
+        assert 'PHASE_ACTIVE = "Active"' not in text and 'PHASE_DELETED = "Deleted"' not in text, path

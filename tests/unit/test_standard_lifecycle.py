@@ -16,6 +16,7 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.model.placement 
     QUOTA_EXCEEDED, PlacementItem, place)
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as infra_mod
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import keeper
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import backend as standard_backend
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as svc
 
 BROKER = {"name": "b1", "host": "h1", "amqp_port": 5672, "user": "u", "password": "secret",
@@ -120,7 +121,7 @@ class ReadOnlyBroker(object):
 
 
 def test_brokered_refuses_the_same_plan_change_over_quota_and_writes_nothing(tmp_path):
-    from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import ledger as artemis_ledger
+    from ansible_collections.enmasse.messaging.plugins.module_utils import ledger as artemis_ledger
     from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import service as artemis
     cat = Catalogue.from_data({
         "address_plans": [{"name": "bq-big", "address_type": "queue", "resources": {"broker": 0.6}}],
@@ -185,10 +186,10 @@ def test_absent_of_a_space_nobody_knows_on_a_standard_host_is_standard(tmp_path)
     params = {"infrastructure_file": inf["path"], "connection_file": str(tmp_path / "gone-connection.json"),
               "management_url": None, "state": "absent"}
     # present without a type: nothing says standard (a brokered space's connection file may come later)
-    assert svc.is_standard(params, "gone") is False
+    assert standard_backend.is_standard(params, "gone") is False
     # absent: no connection file, no ledger, no broker connection given -> nothing to delete here
-    assert svc.is_standard(params, "gone", absent=True) is True
-    assert svc.is_standard(dict(params, management_url="http://b:8161/console/jolokia"), "gone", absent=True) is False
-    assert svc.is_standard(params, "gone", "brokered", absent=True) is False
+    assert standard_backend.is_standard(params, "gone", absent=True) is True
+    assert standard_backend.is_standard(dict(params, management_url="http://b:8161/console/jolokia"), "gone", absent=True) is False
+    assert standard_backend.is_standard(params, "gone", "brokered", absent=True) is False
     infra_file = tmp_path / "nothing.json"
-    assert svc.is_standard(dict(params, infrastructure_file=str(infra_file)), "gone", absent=True) is False
+    assert standard_backend.is_standard(dict(params, infrastructure_file=str(infra_file)), "gone", absent=True) is False

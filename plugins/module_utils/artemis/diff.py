@@ -13,8 +13,9 @@ import json
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as _client
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.reader import ANYCAST, MULTICAST, SHAPE_OF_TYPE, live_view
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.requests import held_message
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.settings import (
-    SETTINGS_FIELDS, artemis_settings, clean_address, desired_view, settings_from_artemis,
+    artemis_settings, clean_address, desired_view, settings_from_artemis,
     settings_match, visible_settings)
 
 # Jolokia operation signatures (the operations are overloaded)
@@ -165,43 +166,8 @@ def messages_held(names, live):
     for name in names:
         entry = live.get(name)
         if entry and entry["message_count"]:
-            where = " in its subscriptions" if entry["shape"] == "topic" else ""
-            out.append("address %r (%s) holds %d message(s)%s; set force: true to delete it anyway"
-                       % (name, entry["shape"], entry["message_count"], where))
+            out.append(held_message(name, entry["shape"], entry["message_count"]))
     return out
-
-
-def subscription_setting_errors(addresses, positions=None, space_type="brokered"):
-    """A subscription cannot have settings of its own: Artemis applies address
-    settings per address, and a subscription is a queue on its topic's address
-    (in brokered spaces and, as ``S/N`` on ``S/T``, in standard spaces)."""
-    errs = []
-    for n, a in enumerate(addresses):
-        where = positions[n] if positions else "addresses[%d]" % n
-        if not isinstance(a, dict) or a.get("type") != "subscription":
-            continue
-        for key in SETTINGS_FIELDS:
-            if a.get(key) is not None:
-                errs.append("%s(%s).%s: %r is not supported on a subscription in a %s "
-                            "address space (Artemis applies address settings per address: set it on "
-                            "topic %r)" % (where, a.get("address"), key, a[key], space_type, a.get("topic")))
-    return errs
-
-
-def orphan_subscription_errors(deletes, owned):
-    """Refuse deleting a topic while owned subscriptions that stay refer to it."""
-    deleting = set(deletes)
-    staying = {}
-    for n, a in owned.items():
-        if a.get("type") == "subscription" and n not in deleting:
-            staying.setdefault(a.get("topic"), []).append(n)
-    errs = []
-    for name in deletes:
-        subs = sorted(staying.get(name, ())) if (owned.get(name) or {}).get("type") == "topic" else ()
-        if subs:
-            errs.append("address %r: topic cannot be deleted while owned subscription(s) %s refer to it; "
-                        "delete them in the same task" % (name, ", ".join(subs)))
-    return errs
 
 
 def current_for_validation(present, live, owned, gone):
@@ -223,13 +189,3 @@ def current_for_validation(present, live, owned, gone):
         elif name in owned:
             current[name] = owned[name]
     return current
-
-
-def quota_order(present, owned, deletes):
-    """The addresses of the space after the change, for the quota: the listed
-    ones in task order (so ``positions`` index them), then the owned ones that
-    stay unlisted. The placement accounts the ones that keep their home (owned,
-    same plan) first, so only new addresses and plan changes can fail."""
-    listed = set(a["address"] for a in present)
-    gone = set(deletes)
-    return list(present) + [owned[n] for n in sorted(owned) if n not in listed and n not in gone]

@@ -19,6 +19,8 @@ import re
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as _client
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.client import INTERNAL_PREFIXES
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import is_wildcard_address
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.status import (
+    PHASE_ACTIVE, PHASE_CONFIGURING, PHASE_DELETED, PHASE_PENDING)
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ServiceError
 from ansible_collections.enmasse.messaging.plugins.module_utils.redact import redact_url
 
@@ -41,10 +43,6 @@ BROKER_ATTRIBUTES = ["Name", "Version", "Started", "AddressNames"]
 # a name no address settings match other than the catch-all ones
 SETTINGS_PROBE = "enmasse-messaging.settings-probe"
 # errors that mean "already gone" when deleting
-PHASE_ACTIVE = "Active"
-PHASE_PENDING = "Pending"
-PHASE_CONFIGURING = "Configuring"
-PHASE_DELETED = "Deleted"
 
 
 def multicast_queues_pattern(broker_name):

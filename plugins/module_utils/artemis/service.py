@@ -30,20 +30,18 @@ import copy
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import apply as _apply
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as _client
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import ledger as _ledger
+from ansible_collections.enmasse.messaging.plugins.module_utils import ledger as _ledger
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import reader as _reader
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.diff import (
-    Changes, current_for_validation, messages_held, orphan_subscription_errors, plan_changes,
-    quota_order, subscription_setting_errors)
+    Changes, current_for_validation, messages_held, plan_changes)
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.reader import (
-    PHASE_ACTIVE, PHASE_CONFIGURING, PHASE_DELETED, PHASE_PENDING, applied_status, deleted_status,
-    entry_type, is_internal, live_view, status_of)
+    applied_status, deleted_status, entry_type, is_internal, live_view, status_of)
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.settings import (
     ARTEMIS_SETTINGS_TYPES, artemis_settings, clean_address, desired_view, visible_settings)
 from ansible_collections.enmasse.messaging.plugins.module_utils.connection import resolve_connection, secrets_of
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ClientError, ConfigError, ServiceError
-from ansible_collections.enmasse.messaging.plugins.module_utils.model import names as _names
-from ansible_collections.enmasse.messaging.plugins.module_utils.model import validation as _validation
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import requests as _requests
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import status as _status
 
 
 class BrokeredService(object):
@@ -131,9 +129,6 @@ def diff_against_live(service, live, owned, present, deletes, catalogue, force):
 
 # --------------------------------------------------------------- addresses
 
-REPORT_CHOICES = ("all", "changed", "none")
-
-
 def converge_addresses(service, ledger, space, catalogue, present, absent, prune=False,
                        force=False, check_mode=False, report="all", positions=None):
     """Converge the addresses of a brokered space.
@@ -147,30 +142,10 @@ def converge_addresses(service, ledger, space, catalogue, present, absent, prune
     index of ``present[i]`` in the task, for the messages.
     """
     owned = dict(ledger.addresses)  # snapshot: committing changes the ledger
-    names = set(a.get("address") for a in present if isinstance(a, dict))
-    errs = []
-    for i, name in enumerate(absent):
-        errs.extend(_names.address_name_errors(name, "absent[%d]" % i))
-        if name in names:
-            errs.append("absent[%d]: %r is listed both as present and as absent" % (i, name))
     broker, live = service.read()
-    absent_set = set(absent)
-    deletes = [n for n in sorted(absent_set) if n in owned]
-    if prune:
-        deletes.extend(n for n in sorted(owned) if n not in names and n not in absent_set)
-    current = current_for_validation(present, live, owned, set(deletes))
-    errs.extend(_validation.validate_addresses(space, present, catalogue, current=current, check_quota=False,
-                                               positions=positions))
-    errs.extend(subscription_setting_errors(present, positions))
-    errs.extend(orphan_subscription_errors(deletes, owned))
-    warnings = []
-    if not errs:
-        quota_errs, warnings = _validation.quota_check(
-            space, catalogue.address_space_plan(space["plan"]), quota_order(present, owned, deletes), catalogue,
-            owned=owned, positions=positions)
-        errs.extend(quota_errs)
-    if errs:
-        raise ServiceError(errs)
+    deletes, warnings = _requests.address_request(
+        space, catalogue, present, absent, owned, prune=prune, positions=positions,
+        current=lambda gone: current_for_validation(present, live, owned, gone))
 
     present = [clean_address(a) for a in present]
     changes, wanted = diff_against_live(service, live, owned, present, deletes, catalogue, force)
@@ -247,44 +222,20 @@ def address_info(service, ledger, catalogue, names=None, include_unowned=True):
 
 # ------------------------------------------------------------ address space
 
-SPACE_RECORD_KEYS = ("name", "type", "plan", "authentication_service")
-
-
-def space_record(space):
-    return dict((k, copy.deepcopy(space.get(k))) for k in SPACE_RECORD_KEYS if space.get(k) is not None)
-
-
 def space_status(broker, live, ledger, endpoints, error=None):
-    messages = []
-    if error:
-        messages.append(error)
     missing = sorted(n for n in ledger.addresses if live is not None and n not in live)
+    notes = []
     if missing:
-        messages.append("%d owned address(es) missing on the broker: %s"
-                        % (len(missing), ", ".join(missing[:20]) + (", ..." if len(missing) > 20 else "")))
-    ready = bool(broker and broker.get("Started", True)) and not error
-    if not ledger.space:
-        phase = PHASE_PENDING
-    elif not ready:
-        phase = "Failed" if error else PHASE_CONFIGURING
-    else:
-        phase = PHASE_ACTIVE
-    return {"ready": ready, "phase": phase, "messages": messages,
-            "endpoints": [endpoint_status(e) for e in endpoints or []]}
+        notes.append("%d owned address(es) missing on the broker: %s"
+                     % (len(missing), ", ".join(missing[:20]) + (", ..." if len(missing) > 20 else "")))
+    started = bool(broker and broker.get("Started", True))
+    return _status.space_status(bool(ledger.space), [] if started or error else ["the broker is not started"],
+                                error, notes, endpoints=[endpoint_status(e) for e in endpoints or []])
 
 
 def endpoint_status(ep):
     return {"name": ep.get("name"), "host": ep.get("host"), "port": ep.get("port"),
             "protocols": list(ep.get("protocols") or [])}
-
-
-def space_result(name, record, status, extra=None):
-    out = {"name": name, "type": None, "plan": None, "authentication_service": None,
-           "exists": bool(record)}
-    out.update(record or {})
-    out.update(extra or {})
-    out["status"] = status
-    return out
 
 
 def check_space_owner(ledger, name):
@@ -296,24 +247,17 @@ def check_space_owner(ledger, name):
 def converge_space(service, ledger, desired, catalogue, endpoints, check_mode=False):
     """state=present for a brokered address space."""
     name = desired["name"]
-    errs = _validation.validate_address_space(desired, catalogue)
     old = ledger.space or {}
-    if old.get("type") and old["type"] != desired.get("type"):
-        errs.append("address_space.type: %r cannot change (it is %r); type is immutable: delete the "
-                    "address space and create it again" % (desired.get("type"), old["type"]))
-    elif not_supported(desired.get("type")):
-        errs.append(not_supported(desired.get("type")))
-    if errs:
-        raise ServiceError(errs)
-    broker, live = service.read()
-    if old.get("plan") and old["plan"] != desired["plan"] and ledger.addresses:
-        current = dict((n, live_view(e, ledger.addresses.get(n))) for n, e in live.items())
-        owned = [ledger.addresses[n] for n in sorted(ledger.addresses)]
-        perrs = _validation.validate_addresses(desired, owned, catalogue, current=current)
-        if perrs:
-            raise ServiceError(["plan change %r -> %r refused: %s" % (old["plan"], desired["plan"], e)
-                                for e in perrs])
-    record = space_record(desired)
+    if not old.get("type") and not_supported(desired.get("type")):
+        raise ServiceError(not_supported(desired.get("type")))
+    read = []
+
+    def current():  # the broker is read after the space itself passed
+        read.extend(service.read())
+        return dict((n, live_view(e, ledger.addresses.get(n))) for n, e in read[1].items())
+    _requests.space_request(desired, catalogue, old, ledger.addresses, current=current)
+    broker, live = read or service.read()
+    record = _requests.space_record(desired)
     changed = record != (ledger.space or {})
     before = copy.deepcopy(ledger.space) if ledger.space else {}
     if changed:
@@ -323,7 +267,7 @@ def converge_space(service, ledger, desired, catalogue, endpoints, check_mode=Fa
         ledger.save()
     status = space_status(broker, live, ledger if not check_mode else _with_space(ledger, record), endpoints)
     return {"changed": changed, "diff": {"before": before, "after": record},
-            "address_space": space_result(name, record, status, {"endpoints": desired.get("endpoints")})}
+            "address_space": _status.space_result(name, record, status, {"endpoints": desired.get("endpoints")})}
 
 
 def _with_space(ledger, record):
@@ -337,7 +281,7 @@ def delete_space(service, ledger, name, catalogue, force=False, check_mode=False
     before = copy.deepcopy(ledger.space) if ledger.space else {}
     if not ledger.exists:
         return {"changed": False, "diff": {"before": {}, "after": {}},
-                "address_space": space_result(name, None, space_status(None, None, ledger, []))}
+                "address_space": _status.space_result(name, None, space_status(None, None, ledger, []))}
     ledger.check_writable()
     owned = dict(ledger.addresses)
     names = sorted(owned)
@@ -352,8 +296,7 @@ def delete_space(service, ledger, name, catalogue, force=False, check_mode=False
         ledger.remove()
     return {"changed": True, "changes": changes.as_dict(),
             "diff": {"before": dict(before, addresses=names), "after": {}},
-            "address_space": space_result(name, None, {"ready": False, "phase": PHASE_DELETED, "messages": [],
-                                                       "endpoints": []})}
+            "address_space": _status.deleted_space(name)}
 
 
 def space_info(service, ledger, name, endpoints):
@@ -365,4 +308,4 @@ def space_info(service, ledger, name, endpoints):
         error = str(e)
     status = space_status(broker, live, ledger, endpoints, error)
     extra = {"owned_addresses": len(ledger.addresses)} if ledger.space else {}
-    return space_result(name, ledger.space, status, extra)
+    return _status.space_result(name, ledger.space, status, extra)

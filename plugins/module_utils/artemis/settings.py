@@ -16,11 +16,11 @@ import copy
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import plans as _plans
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.documents import with_defaults
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.requests import SETTINGS_FIELDS
 
 # the keys of a plain address that describe it (name/state/address_space are input only)
 PLAIN_KEYS = ("address", "type", "plan", "topic", "subscription", "deadletter", "expiry",
               "message_ttl", "message_redelivery")
-SETTINGS_FIELDS = ("message_ttl", "message_redelivery", "deadletter", "expiry")
 # Artemis applies address settings per address: queues, topics (a topic's
 # settings apply to all its subscriptions) and dead letter addresses; a
 # subscription has none of its own.

@@ -31,7 +31,7 @@ import glob
 import json
 import os
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import ledger as _ledger
+from ansible_collections.enmasse.messaging.plugins.module_utils import ledger as _ledger
 from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue import store as _store
 from ansible_collections.enmasse.messaging.plugins.module_utils.connection import DEFAULT_SPACES_DIR
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError, ServiceError

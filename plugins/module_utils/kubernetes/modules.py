@@ -1,15 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: enmasse.messaging contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The modules' entry points for ``backend: kubernetes``. A module calls
-``selected(params)`` first thing and, when true, returns the function of
-this file named after it; nothing else in the module changes.
+"""The entry points for ``backend: kubernetes``: ``selected(params)``, the
+``KubernetesBackend`` of ``module_utils/backends.py`` (address spaces and
+addresses), and the plan modules' ``plans(kind)`` / ``plan_info(kind)``.
 
 Every input is read and checked by the same code as on hosts
-(``model/inputs.py``, in the same order, with the same messages) before the
-cluster is contacted; then ``service.py`` / ``plans.py`` run against the
-namespace. No Ansible imports (the module object is used for its params,
-check mode and secret masking).
+(``backends.prepare``, ``model/inputs.py``, in the same order, with the same
+messages) before the cluster is contacted; then ``service.py`` /
+``plans.py`` run against the namespace. No Ansible imports (a
+``request.Request`` carries params, check mode and secret masking).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,15 +17,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.args import CATALOGUE_ARGS, CONNECTION_ARGS
+from ansible_collections.enmasse.messaging.plugins.module_utils.backends import Backend
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError, ValidationError
-from ansible_collections.enmasse.messaging.plugins.module_utils.input_files import read_addresses_file
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import connection as _connection
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import plans as _plans
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import service as _service
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import APPLY_KEYS, CONNECTION_KEYS
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.client import KubeClient
-from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import (
-    address_inputs, check_space_name, space_input, space_params_errors)
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import space_input
 
 # the hosts backend's options that mean nothing on a cluster (timeout does:
 # the timeout of one API request)
@@ -52,83 +51,69 @@ def _host_options_errors(params):
     return []
 
 
-def client_for(module):
-    """The cluster connection of the module, its secrets masked."""
-    p = module.params
-    for secret in _connection.secrets_of(p):
-        module.no_log_values.add(secret)
-    return KubeClient(_connection.resolve(p))
+def client_for(request):
+    """The cluster connection of the request, its secrets masked."""
+    request.hide(_connection.secrets_of(request.params))
+    return KubeClient(_connection.resolve(request.params))
 
 
-def address(module):
-    p = module.params
-    check_space_name(p["address_space"])
-    if p.get("src") is not None:  # a copy: the invocation echoes module.params
-        p = dict(p, addresses=read_addresses_file(p["src"]))
-    present, absent, errors, positions = address_inputs(p, p["address_space"])
-    errors = errors or _host_options_errors(p)
-    if errors:
-        raise ValidationError(errors)
-    report = p.get("return_addresses") or ("changed" if p.get("addresses") is not None else "all")
-    return _service.converge_addresses(client_for(module), p["address_space"], present, absent, prune=p["prune"],
-                                       force=p["force"], force_conflicts=p["force_conflicts"],
-                                       check_mode=module.check_mode, report=report, positions=positions,
-                                       wait=p["wait"], wait_timeout=p["wait_timeout"])
+class KubernetesBackend(Backend):
+    """The kubernetes backend behind ``module_utils/backends.py``: the
+    request is checked as on hosts (``backends.prepare``), then against the
+    options that mean nothing on a cluster."""
 
+    name = "kubernetes"
 
-def address_info(module):
-    p = module.params
-    check_space_name(p["address_space"])
-    errors = _host_options_errors(p)
-    if errors:
-        raise ValidationError(errors)
-    return {"changed": False, "addresses": _service.address_info(client_for(module), p["address_space"],
-                                                                 p["addresses"], p["include_unowned"])}
+    def check(self, request, operation):
+        return _host_options_errors(request.params)
 
+    def address(self, request):
+        p = request.params
+        return _service.converge_addresses(client_for(request), p["address_space"], request.present,
+                                           request.absent, prune=p["prune"], force=p["force"],
+                                           force_conflicts=p["force_conflicts"], check_mode=request.check_mode,
+                                           report=request.report, positions=request.positions,
+                                           wait=p["wait"], wait_timeout=p["wait_timeout"])
 
-def address_space(module):
-    p = module.params
-    errs = space_params_errors(p) or _host_options_errors(p)
-    if errs:
-        raise ValidationError(errs)
-    if p["state"] == "present":
-        space_input(p, None, {})  # its refusals before the cluster is read
-    client = client_for(module)
-    if p["state"] == "absent":
-        return _service.delete_space(client, p["name"], force=p["force"], check_mode=module.check_mode,
-                                     wait=p["wait"], wait_timeout=p["wait_timeout"])
-    obj, live = _service.read_space(client, p["name"])
-    desired = space_input(p, live, {})
-    return _service.converge_space(client, desired, force_conflicts=p["force_conflicts"],
-                                   check_mode=module.check_mode, wait=p["wait"], wait_timeout=p["wait_timeout"])
+    def address_info(self, request):
+        p = request.params
+        return {"changed": False, "addresses": _service.address_info(client_for(request), p["address_space"],
+                                                                     p["addresses"], p["include_unowned"])}
 
+    def address_space(self, request):
+        p = request.params
+        if p["state"] == "present":
+            space_input(p, None, {})  # its refusals before the cluster is read
+        client = client_for(request)
+        if p["state"] == "absent":
+            return _service.delete_space(client, p["name"], force=p["force"], check_mode=request.check_mode,
+                                         wait=p["wait"], wait_timeout=p["wait_timeout"])
+        unused, live = _service.read_space(client, p["name"])
+        desired = space_input(p, live, {})
+        return _service.converge_space(client, desired, force_conflicts=p["force_conflicts"],
+                                       check_mode=request.check_mode, wait=p["wait"], wait_timeout=p["wait_timeout"])
 
-def address_space_info(module):
-    p = module.params
-    check_space_name(p["name"], "name")
-    errors = _host_options_errors(p)
-    if errors:
-        raise ValidationError(errors)
-    return {"changed": False, "address_space": _service.space_info(client_for(module), p["name"])}
+    def address_space_info(self, request):
+        return {"changed": False, "address_space": _service.space_info(client_for(request), request.params["name"])}
 
 
 def plans(kind):
     """The address_plan / address_space_plan module (``kind``:
     catalogue.service.ADDRESS_PLANS or SPACE_PLANS)."""
-    def run(module):
-        errors = _host_options_errors(module.params)
+    def run(request):
+        errors = _host_options_errors(request.params)
         if errors:
             raise ValidationError(errors)
-        return _plans.converge_plans(client_for(module), module.params, kind, module.check_mode)
+        return _plans.converge_plans(client_for(request), request.params, kind, request.check_mode)
     return run
 
 
 def plan_info(kind):
-    def run(module):
-        errors = _host_options_errors(module.params)
+    def run(request):
+        errors = _host_options_errors(request.params)
         if errors:
             raise ValidationError(errors)
-        result = _plans.plan_info(client_for(module), kind, module.params["names"])
+        result = _plans.plan_info(client_for(request), kind, request.params["names"])
         result["changed"] = False
         return result
     return run

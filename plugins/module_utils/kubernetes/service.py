@@ -27,17 +27,16 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.diff import (
-    orphan_subscription_errors, quota_order, subscription_setting_errors)
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError, ServiceError
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import apply as _apply
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import objects as _objects
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.client import KubeError
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import names as _names
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import plans as _plans
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import requests as _requests
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.status import PHASE_DELETED
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import validation as _validation
 
-PHASE_DELETED = "Deleted"
 SHOWN = 20
 WAIT_INTERVAL = 1.0
 
@@ -132,10 +131,7 @@ def _check_deletes(deletes, live, force):
         obj = live.get(name)
         count = ((obj or {}).get("status") or {}).get("messageCount")
         if isinstance(count, int) and count > 0:
-            atype = (obj.get("spec") or {}).get("type")
-            where = " in its subscriptions" if atype == "topic" else ""
-            out.append("address %r (%s) holds %d message(s)%s; set force: true to delete it anyway"
-                       % (name, atype, count, where))
+            out.append(_requests.held_message(name, (obj.get("spec") or {}).get("type"), count))
     return out
 
 
@@ -143,12 +139,9 @@ def converge_addresses(client, space_name, present, absent, prune=False, force=F
                        check_mode=False, report="all", positions=None, wait=False, wait_timeout=120):
     """The address module on a cluster; the same result as the hosts backend
     (``changed``, ``addresses`` with ``status``, ``changes``, ``diff``)."""
-    names = set(a.get("address") for a in present if isinstance(a, dict))
-    errs = []
-    for i, name in enumerate(absent):
-        errs.extend(_names.address_name_errors(name, "absent[%d]" % i))
-        if name in names:
-            errs.append("absent[%d]: %r is listed both as present and as absent" % (i, name))
+    errs = _requests.absent_errors(absent, present)
+    if errs:  # before the cluster is read
+        raise ServiceError(errs)
     space_obj, space = read_space(client, space_name)
     if space_obj is None:
         raise ConfigError("address space %r does not exist in namespace %r: create it with "
@@ -159,25 +152,10 @@ def converge_addresses(client, space_name, present, absent, prune=False, force=F
     live = space_addresses(client, space_name)
     plain_live = dict((n, _objects.plain_address(o)) for n, o in live.items())
     owned = dict((n, plain_live[n]) for n, o in live.items() if _objects.owned(o))
-    absent_set = set(absent)
-    deletes = [n for n in sorted(absent_set) if n in owned]
-    if prune:
-        deletes.extend(n for n in sorted(owned) if n not in names and n not in absent_set)
-    gone = set(deletes)
-    current = dict((n, a) for n, a in plain_live.items() if n not in gone)
-    errs.extend(_validation.validate_addresses(space, present, catalogue, current=current, check_quota=False,
-                                               positions=positions))
-    if space["type"] == "brokered":
-        errs.extend(subscription_setting_errors(present, positions))
-    errs.extend(orphan_subscription_errors(deletes, owned))
-    warnings = []
-    if not errs:
-        quota_errs, warnings = _validation.quota_check(
-            space, catalogue.address_space_plan(space["plan"]), quota_order(present, current, deletes), catalogue,
-            owned=current, positions=positions)
-        errs.extend(quota_errs)
-    if errs:
-        raise ServiceError(errs)
+    deletes, warnings = _requests.address_request(
+        space, catalogue, present, absent, owned, prune=prune, positions=positions,
+        current=lambda gone: dict((n, a) for n, a in plain_live.items() if n not in gone),
+        quota_basis=plain_live, subscription_settings=space["type"] != "brokered")
     held = _check_deletes(deletes, live, force)
     if held:
         raise ServiceError(held)
@@ -214,7 +192,7 @@ def converge_addresses(client, space_name, present, absent, prune=False, force=F
         now.pop(n, None)
     wait_errors = []
     if wait and not check_mode:
-        wanted = set(names)
+        wanted = set(a["address"] for a in present)
 
         def pending_of():
             seen = space_addresses(client, space_name)

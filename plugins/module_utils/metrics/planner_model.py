@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import ledger as _ledger
+from ansible_collections.enmasse.messaging.plugins.module_utils import ledger as _ledger
 from ansible_collections.enmasse.messaging.plugins.module_utils.metrics.collect import broker_connections, settings
 
 BROKER_HELD = ("queue", "topic", "subscription", "deadletter")

@@ -16,7 +16,7 @@ import json
 import os
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import files as _files
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.ledger import Ledger
+from ansible_collections.enmasse.messaging.plugins.module_utils.ledger import Ledger
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError
 from ansible_collections.enmasse.messaging.plugins.module_utils.redact import url_password
 

@@ -24,21 +24,21 @@ import time
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import apply as _artemis_apply
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as _artemis_client
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import reader as _artemis_reader
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.diff import (
-    messages_held, plan_changes, subscription_setting_errors)
-from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.reader import (
-    PHASE_ACTIVE, PHASE_CONFIGURING, PHASE_DELETED, PHASE_PENDING)
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import service as _artemis_service
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.settings import (
-    artemis_settings, clean_address, desired_view)
+    clean_address, desired_view)
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ClientError, ServiceError
-from ansible_collections.enmasse.messaging.plugins.module_utils.model import names as _names
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import requests as _requests
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import status as _status
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.status import (
+    PHASE_ACTIVE, PHASE_CONFIGURING, PHASE_DELETED, PHASE_PENDING)
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import validation as _validation
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as _ent
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard.homes import placement_for
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as _infra
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import routers as _routers
 
-STORED = ("queue", "topic", "subscription", "deadletter")
+STORED = _validation.STORED_TYPES
 # the kinds of a space's own entities (vhost, auth plugin, listener) and the broker connectors
 SPACE_KINDS = (_ent.VHOST, _ent.AUTH_PLUGIN, _ent.LISTENER, _ent.CONNECTOR)
 READY_WAIT = 15.0
@@ -64,6 +64,10 @@ class StandardService(object):
                 b["management_url"], b["management_user"], b["management_password"],
                 origin=b.get("management_origin") or "http://localhost", timeout=self.infra["timeout"])
         return self._clients[name]
+
+    def broker(self, name):
+        """Pool broker ``name`` as the brokered backend's service."""
+        return _artemis_service.BrokeredService(self.jolokia(name), self.brokers[name]["broker_name"])
 
     def read_brokers(self, space):
         """{broker: {internal name: live entry}} for the space's names on every pool broker."""
@@ -169,56 +173,30 @@ def owned_on_brokers(service, space, ledger):
 # ------------------------------------------------------------------ converge addresses
 
 def broker_changes(service, space, catalogue, want, owned, live, force):
-    """Per broker: the artemis change set from its live state to ``want``."""
+    """Per broker: the artemis change set from its live state to ``want``
+    (artemis.service.diff_against_live on each pool broker)."""
     out = {}
     held = []
     for b in service.broker_names:
         present = want.get(b) or []
         names = set(a["address"] for a in present)
-        deletes = sorted(n for n in owned.get(b, {}) if n not in names)
         # an owned address on the broker that the ledger forgot is left alone
-        wanted = dict((a["address"], artemis_settings(a, catalogue)) for a in present)
-        had = dict((n, artemis_settings(owned[b][n], catalogue)) for n in list(wanted) + deletes if n in owned[b])
-        lv = live.get(b) or {}
-        need = [n for n in list(wanted) + deletes if n in lv and (wanted.get(n) or had.get(n))]
-        client = service.jolokia(b)
-        merged = _artemis_reader.read_settings(client, service.brokers[b]["broker_name"], need) if need else {None: {}}
-        ch = plan_changes(present, deletes, lv, owned[b], merged, catalogue,
-                          _artemis_client.broker_mbean(service.brokers[b]["broker_name"]), merged.get(None),
-                          wanted, had)
-        if not force:
-            msgs = messages_held(ch.removing, lv)
-            if msgs:
-                held.extend("broker %r: %s" % (b, m) for m in (msgs if isinstance(msgs, list) else [msgs]))
-        out[b] = ch
+        deletes = sorted(n for n in owned.get(b, {}) if n not in names)
+        try:
+            out[b], unused = _artemis_service.diff_against_live(
+                service.broker(b), live.get(b) or {}, owned[b], present, deletes, catalogue, force)
+        except ServiceError as e:  # messages held: every broker's at once
+            held.extend("broker %r: %s" % (b, m) for m in e.errors)
     if held:
         raise ServiceError(held)
     return out
 
 
 def _validate(space, catalogue, present, absent, ledger, prune, positions):
-    owned = dict(ledger.addresses)
-    names = set(a.get("address") for a in present if isinstance(a, dict))
-    errs = []
-    for i, name in enumerate(absent):
-        errs.extend(_names.address_name_errors(name, "absent[%d]" % i))
-        if name in names:
-            errs.append("absent[%d]: %r is listed both as present and as absent" % (i, name))
-    absent_set = set(absent)
-    deletes = [n for n in sorted(absent_set) if n in owned]
-    if prune:
-        deletes.extend(n for n in sorted(owned) if n not in names and n not in absent_set)
-    current = dict((n, a) for n, a in owned.items() if n not in set(deletes))
-    errs.extend(_validation.validate_addresses(space, present, catalogue, current=current, check_quota=False,
-                                               positions=positions))
-    errs.extend(subscription_setting_errors(present, positions, "standard"))
-    gone = set(deletes)
-    for n in deletes:
-        for other, a in owned.items():
-            if other not in gone and a.get("type") == "subscription" and a.get("topic") == n:
-                errs.append("absent: topic %r cannot be deleted while its subscription %r stays" % (n, other))
-    if errs:
-        raise ServiceError(errs)
+    """The request's rules (model/requests.py); the quota is the placement's
+    (an address over it is Pending, not refused)."""
+    deletes, unused = _requests.address_request(space, catalogue, present, absent, dict(ledger.addresses),
+                                                prune=prune, positions=positions, check_quota=False)
     return deletes
 
 
@@ -469,7 +447,7 @@ def endpoints(service, port):
 
 
 def space_status(service, space, ledger, live_routers, router_status, error=None):
-    msgs = [error] if error else []
+    msgs = []
     port = (ledger.space or {}).get("port")
     names = list(space_level(service, space, port or 0, ledger.space).keys())
     reachable = []
@@ -485,37 +463,18 @@ def space_status(service, space, ledger, live_routers, router_status, error=None
         for n, st in (router_status.get(r) or {}).items():
             if n.startswith(_ent.BROKER_CONNECTOR) and st.get("connectionStatus") not in (None, "SUCCESS"):
                 msgs.append("router %r: connector %s is %s" % (r, n, st.get("connectionStatus")))
-    if not ledger.space:
-        phase = PHASE_PENDING
-    elif msgs:
-        phase = PHASE_CONFIGURING if not error else "Failed"
-    else:
-        phase = PHASE_ACTIVE
-    return {"ready": phase == PHASE_ACTIVE, "phase": phase, "messages": msgs,
-            "endpoints": endpoints(service, port) if port else [],
-            "routers": [{"id": r, "reachable": r in reachable} for r in service.router_ids],
-            "brokers": list(service.broker_names)}
+    return _status.space_status(bool(ledger.space), msgs, error,
+                                endpoints=endpoints(service, port) if port else [],
+                                routers=[{"id": r, "reachable": r in reachable} for r in service.router_ids],
+                                brokers=list(service.broker_names))
 
 
 def converge_space(service, ledger, desired, catalogue, connection_file=None, check_mode=False):
     name = desired["name"]
-    errs = _validation.validate_address_space(desired, catalogue)
     old = ledger.space or {}
-    if old.get("type") and old["type"] != desired.get("type"):
-        errs.append("address_space.type: %r cannot change (it is %r); type is immutable: delete the "
-                    "address space and create it again" % (desired.get("type"), old["type"]))
-    if errs:
-        raise ServiceError(errs)
-    if old.get("plan") and old["plan"] != desired["plan"] and ledger.addresses:
-        owned = [ledger.addresses[n] for n in sorted(ledger.addresses)]
-        perrs = _validation.validate_addresses(desired, owned, catalogue, current=dict(ledger.addresses))
-        if perrs:
-            raise ServiceError(["plan change %r -> %r refused: %s" % (old["plan"], desired["plan"], e)
-                                for e in perrs])
-    port = old.get("port") or _infra.allocate_port(service.infra, name)
-    record = dict((k, copy.deepcopy(desired.get(k))) for k in ("name", "type", "plan", "authentication_service")
-                  if desired.get(k) is not None)
-    record["port"] = port
+    _requests.space_request(desired, catalogue, old, ledger.addresses)
+    record = _requests.space_record(desired, port=old.get("port") or _infra.allocate_port(service.infra, name))
+    port = record["port"]
     with service.session() as session:
         live, status = service.read_routers(session, name, SPACE_KINDS)
         want = space_level(service, name, port, record)
@@ -543,7 +502,7 @@ def converge_space(service, ledger, desired, catalogue, connection_file=None, ch
     before = dict(old)
     return {"changed": changed, "diff": {"before": before, "after": record},
             "changes": {"routers": _routers.summary(rchanges)},
-            "address_space": space_result(name, record, st)}
+            "address_space": _status.space_result(name, record, st)}
 
 
 def connection_data(service, name, record, ledger_path):
@@ -552,19 +511,11 @@ def connection_data(service, name, record, ledger_path):
             "endpoints": endpoints(service, record["port"])}
 
 
-def space_result(name, record, status):
-    out = {"name": name, "type": None, "plan": None, "authentication_service": None, "exists": bool(record)}
-    out.update(record or {})
-    out["status"] = status
-    return out
-
-
 def delete_space(service, ledger, name, catalogue, force=False, check_mode=False, connection_file=None):
     before = copy.deepcopy(ledger.space) if ledger.space else {}
     if not ledger.exists:
         return {"changed": False, "diff": {"before": {}, "after": {}},
-                "address_space": space_result(name, None, {"ready": False, "phase": PHASE_DELETED,
-                                                           "messages": [], "endpoints": []})}
+                "address_space": _status.deleted_space(name)}
     ledger.check_writable()
     live_brokers = service.read_brokers(name)
     owned = owned_on_brokers(service, name, ledger)
@@ -587,8 +538,7 @@ def delete_space(service, ledger, name, catalogue, force=False, check_mode=False
                     os.unlink(connection_file)
     return {"changed": True, "changes": change_summary(rchanges, bchanges),
             "diff": {"before": dict(before, addresses=sorted(ledger.addresses) if check_mode else []), "after": {}},
-            "address_space": space_result(name, None, {"ready": False, "phase": PHASE_DELETED, "messages": [],
-                                                       "endpoints": []})}
+            "address_space": _status.deleted_space(name)}
 
 
 def space_info(service, ledger, name):
@@ -599,101 +549,7 @@ def space_info(service, ledger, name):
     except (ServiceError, ClientError) as e:
         error = str(e)
     st = space_status(service, name, ledger, live or {}, status or {}, error)
-    out = space_result(name, ledger.space, st)
+    out = _status.space_result(name, ledger.space, st)
     if ledger.space:
         out["owned_addresses"] = len(ledger.addresses)
     return out
-
-
-# ------------------------------------------------------------------ module flows
-
-def is_standard(params, space_name, type_hint=None, absent=False):
-    """Whether the modules treat ``space_name`` as a standard space: its
-    connection file, the task (``type``) or this control host's ledger says
-    so; with ``absent``, also a space nothing knows here (no broker connection
-    in the task either): deleted already, a second state=absent changes nothing."""
-    import os
-    from ansible_collections.enmasse.messaging.plugins.module_utils.connection import (
-        REQUIRED_CONNECTION, connection_file_path, read_connection_file)
-    data = read_connection_file(connection_file_path(params, space_name)) or {}
-    if data.get("type"):
-        # a space that exists keeps its backend: a task that says otherwise gets the immutability error
-        return data["type"] == "standard"
-    if type_hint is not None:
-        return type_hint == "standard"
-    path = params.get("infrastructure_file") or _infra.DEFAULT_INFRA_FILE
-    if os.path.exists(path):
-        try:
-            infra = _infra.load_infra(path)
-        except Exception:  # pylint: disable=broad-except
-            return False
-        if os.path.exists(_infra.ledger_path(infra, space_name)):
-            return True
-        return absent and not any(params.get(k) for k in REQUIRED_CONNECTION)
-    return False
-
-
-def catalogue_conn(params, infra):
-    return {"catalogue_path": params.get("catalogue_path") or infra.get("catalogue_path")}
-
-
-def _open(params, name, hide):
-    from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import load_catalogue
-    infra, ledger, service = open_space(params, name, hide)
-    store, catalogue = load_catalogue(params, catalogue_conn(params, infra))
-    return infra, ledger, service, store, catalogue
-
-
-def module_space(params, check_mode, hide):
-    """address_space for a standard space (state present or absent)."""
-    from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue.service import (
-        register_space, registration_needed, unregister_space)
-    from ansible_collections.enmasse.messaging.plugins.module_utils.connection import connection_file_path
-    from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import space_input
-    name = params["name"]
-    infra, ledger, service, store, catalogue = _open(params, name, hide)
-    conn_file = connection_file_path(params, name)
-    if params["state"] == "absent":
-        other = store.address_spaces.get(name) or {}
-        if not ledger.exists and other.get("type") not in (None, "standard"):
-            raise ServiceError("address space %r is a %s space (plan catalogue %s, ledger %s), not a standard one: its "
-                               "connection file %s is missing; set its connection options to delete it"
-                               % (name, other["type"], store.path, other.get("ledger_path"), conn_file))
-        result = delete_space(service, ledger, name, catalogue, force=params["force"], check_mode=check_mode,
-                              connection_file=conn_file)
-        unregister_space(store, name, check_mode)
-        return result
-    desired = space_input(params, ledger.space, {})
-    if desired.get("type") != "standard":
-        raise ServiceError("address_space.type: %r cannot change (it is 'standard'); type is immutable: delete the "
-                           "address space and create it again" % desired.get("type"))
-    if not check_mode and registration_needed(store, desired, ledger.path):
-        store.check_writable()
-    result = converge_space(service, ledger, desired, catalogue, connection_file=conn_file, check_mode=check_mode)
-    register_space(store, desired, ledger.path, check_mode)
-    return result
-
-
-def module_addresses(params, present, absent, positions, check_mode, hide, report, diff_mode=True):
-    name = params["address_space"]
-    infra, ledger, service, unused, catalogue = _open(params, name, hide)
-    space = space_of(ledger, name)
-    if not space["plan"]:
-        raise ServiceError("the plan of address space %r is not known: create it with "
-                           "enmasse.messaging.address_space (type standard) first" % name)
-    return converge_addresses(service, ledger, space, catalogue, present, absent, prune=params["prune"],
-                              force=params["force"], check_mode=check_mode, report=report, positions=positions,
-                              diff_mode=diff_mode)
-
-
-def module_address_info(params, hide):
-    name = params["address_space"]
-    infra, ledger, service, unused, catalogue = _open(params, name, hide)
-    return {"changed": False, "addresses": address_info(service, ledger, space_of(ledger, name), catalogue,
-                                                        params.get("addresses"))}
-
-
-def module_space_info(params, hide):
-    name = params["name"]
-    infra, ledger, service = open_space(params, name, hide)
-    return {"changed": False, "address_space": space_info(service, ledger, name)}

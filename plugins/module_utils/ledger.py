@@ -1,10 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: enmasse.messaging contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The ownership ledger of a brokered address space.
+"""The ownership ledger of an address space on hosts (brokered: next to the
+broker instance; standard: on the control host, ``standard/infra.py`` adds
+where each stored address lives).
 
-Artemis has no free-form metadata on addresses, so what the modules created is
-recorded in a JSON file next to the broker instance::
+Neither Artemis nor the router has free-form metadata on addresses, so what
+the modules created is recorded in a JSON file::
 
     {"version": 1,
      "address_space": {"name": ..., "type": ..., "plan": ..., "authentication_service": ...},
