@@ -241,9 +241,7 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
     on_phase("aggregate: node restarts")
     node_f = pool.submit(_node_pass, spark, nodes, W, salt)
     restarts = _node_restarts(spark, nodes, salt)
-    node_names = {}
-    for nid, infra, node, kind, _t in restarts:
-        _add_name(node_names, nid, (infra, node, kind))
+    node_names = _restart_names(restarts)
     timings["nodes"] = time.time() - t0
 
     # ---- the one pass: deltas over (address, node) series, per window ------
@@ -261,12 +259,7 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
         out["node_windows"], out["totals"]["node_rows"], names_n = node_f.result()
         for h, key in names_n.items():
             _add_name(node_names, h, key)
-        if not series:
-            raise InputError("metrics store: no address samples in the selected range%s"
-                             % (" for infra %r" % infra_filter if infra_filter else ""))
-        if any(r["bad"] for r in series):
-            raise InputError("metrics store: address samples are invalid: "
-                             + "; ".join(_invalid_addresses(addresses)))
+        _check_series(series, addresses, infra_filter)
 
         # ---- beside the per-address statistics: names (from the model and the
         #      node samples; a filtered scan for the rest) and per-node throughput
@@ -292,11 +285,7 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
         _named_results(out, series, ak_rows, restarts, addr_names, node_names, plan_names)
 
         nthr_rows, timings["node_throughput"] = nthr_f.result()
-        out["node_throughput"] = []
-        for r in nthr_rows:
-            infra, node, kind = node_names[r["nid"]]
-            out["node_throughput"].append({"infra": infra, "node": node, "node_kind": kind, "ws": r["ws"],
-                                           "thr": r["thr"]})
+        out["node_throughput"] = _named_throughput(nthr_rows, node_names)
 
         on_phase("aggregate: per-space series")
         t5 = time.time()
@@ -305,14 +294,48 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
         out["timings"] = timings
         return out
     finally:
-        for f in pending:       # nothing may still read the cached tables
-            try:
-                f.result()
-            except Exception:
-                pass
-        if akw is not None:
-            akw.unpersist()
-        anw.unpersist()
+        _release(pending, akw, anw)
+
+
+def _restart_names(restarts):
+    """{node id: (infra, node, node_kind)} of the restarted nodes."""
+    node_names = {}
+    for nid, infra, node, kind, _t in restarts:
+        _add_name(node_names, nid, (infra, node, kind))
+    return node_names
+
+
+def _check_series(series, addresses, infra_filter):
+    """InputError when there are no address samples, or invalid ones (then
+    with the detailed message of ``_invalid_addresses``)."""
+    if not series:
+        raise InputError("metrics store: no address samples in the selected range%s"
+                         % (" for infra %r" % infra_filter if infra_filter else ""))
+    if any(r["bad"] for r in series):
+        raise InputError("metrics store: address samples are invalid: "
+                         + "; ".join(_invalid_addresses(addresses)))
+
+
+def _named_throughput(nthr_rows, node_names):
+    """The per-node throughput rows with the node's names."""
+    rows = []
+    for r in nthr_rows:
+        infra, node, kind = node_names[r["nid"]]
+        rows.append({"infra": infra, "node": node, "node_kind": kind, "ws": r["ws"], "thr": r["thr"]})
+    return rows
+
+
+def _release(pending, akw, anw):
+    """Wait for the side jobs (nothing may still read the cached tables),
+    then drop the cached tables."""
+    for f in pending:
+        try:
+            f.result()
+        except Exception:
+            pass
+    if akw is not None:
+        akw.unpersist()
+    anw.unpersist()
 
 
 def _samples(addresses, salt):
