@@ -48,6 +48,7 @@ import os
 import shutil
 import sys
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pyarrow as pa
@@ -207,8 +208,39 @@ def generate(out, seed=42, n_addresses=30, n_spaces=3, days=2.0, interval=60, gr
         restart = {"node": "prod-broker-1", "t": start_dt.timestamp() + 86400 + 10 * 3600 + 30.5}
     outage = {"space": "tenant-b", "from": start_dt.timestamp() + 3 * 3600 - 1,
               "to": start_dt.timestamp() + 3 * 3600 + 15 * 60 - 1}
+    truth = _new_truth(seed, interval, days, start_dt, growth, restart, outage)
+    acc = {"broker_bytes": {}, "router_links": {}, "router_addr": {}, "daily_in": {}}
+    for name, inf in infras.items():
+        truth["brokers"][name] = list(inf["brokers"])
+        truth["routers"][name] = list(inf["routers"])
+        for r in inf["routers"]:
+            acc["router_links"][r] = np.zeros(clock.n)
+        acc["router_addr"][name] = {"anycast": 0, "queue_topic": 0}
+    g = SimpleNamespace(clock=clock, growth=growth, rng=rng, restart=restart, acc=acc, truth=truth,
+                        total_span=clock.t[-1] - clock.t[0], days_idx=np.floor(clock.days).astype(int),
+                        writer=writer)
     outage_mask = (clock.t >= outage["from"]) & (clock.t < outage["to"])
+    for sp in scenario:
+        _space_samples(g, sp, outage_mask if sp["name"] == outage["space"] else None)
+    _infra_nodes(g, infras)
 
+    _growth_truth(truth, acc, start_dt, scenario)
+    if n_spaces == 3 and n_addresses <= 60:
+        truth["expected"] = _expected()
+    truth["samples"] = writer.rows
+    truth["files"] = writer.files
+    truth["n_addresses"] = sum(len(sp["addresses"]) for sp in scenario)
+    truth["generate_seconds"] = round(time.time() - t0, 3)
+    model = model_document(scenario)
+    _write_json(os.path.join(out, "truth.json"), truth)
+    _write_json(os.path.join(out, "model.json"), model)
+    if not quiet:
+        print("wrote %d samples in %d files to %s in %.1fs" % (writer.rows, writer.files, out, time.time() - t0))
+    return truth
+
+
+def _new_truth(seed, interval, days, start_dt, growth, restart, outage):
+    """truth.json's skeleton: the parameters, the restart and the outage."""
     truth = {"seed": seed, "interval_seconds": interval, "days": days,
              "start": start_dt.isoformat(), "growth": {"relative_per_day": growth},
              "addresses": {}, "hot": [], "idle": [], "backlog": [], "bursty": [],
@@ -220,65 +252,65 @@ def generate(out, seed=42, n_addresses=30, n_spaces=3, days=2.0, interval=60, gr
     truth["outages"].append({"address_space": outage["space"],
                              "from": dt.datetime.fromtimestamp(outage["from"], dt.timezone.utc).isoformat(),
                              "to": dt.datetime.fromtimestamp(outage["to"], dt.timezone.utc).isoformat()})
-    acc = {"broker_bytes": {}, "router_links": {}, "router_addr": {}, "daily_in": {}}
-    for name, inf in infras.items():
-        truth["brokers"][name] = list(inf["brokers"])
-        truth["routers"][name] = list(inf["routers"])
-        for r in inf["routers"]:
-            acc["router_links"][r] = np.zeros(clock.n)
-        acc["router_addr"][name] = {"anycast": 0, "queue_topic": 0}
-    total_span = clock.t[-1] - clock.t[0]
-    days_idx = np.floor(clock.days).astype(int)
-    space_of_infra = {}
-    for sp in scenario:
-        space, stype = sp["name"], sp["type"]
-        space_of_infra.setdefault(sp["infra"], []).append(space)
-        truth["infras"].setdefault(sp["infra"], []).append(space)
-        if stype == "brokered":
-            truth["brokers"][space] = list(sp["brokers"])
-        drop = outage_mask if space == outage["space"] else None
-        addrs = [a for a in sp["addresses"] if a["in_metrics"]]
-        for c0 in range(0, len(addrs), CHUNK_ADDRESSES):
-            cols = dict((f.name, []) for f in ADDRESS_SCHEMA)
-            for a in addrs[c0:c0 + CHUNK_ADDRESSES]:
-                _address_series(a, sp, clock, growth, rng, restart, cols, acc, truth, total_span, days_idx)
-            if drop is not None:
-                cols["_drop"] = drop
-            writer.write("addresses", space, cols, ADDRESS_SCHEMA)
-        for a in sp["addresses"]:
-            key = "%s/%s" % (space, a["address"])
-            if not a["in_model"]:
-                truth["not_in_model"].append(key)
-            if not a["in_metrics"]:
-                truth["not_in_metrics"].append(key)
-            if a["metrics_plan"]:
-                truth["plan_changes"].append({"address": key, "from": a["metrics_plan"], "to": a["plan"]})
-        if stype == "brokered":
-            ncols = dict((f.name, []) for f in NODE_SCHEMA)
-            _broker_nodes(ncols, sp["infra"], space, sp["brokers"], clock, growth, rng, restart, acc,
-                          standard=False)
-            if drop is not None:
-                ncols["_drop"] = drop
-            writer.write("nodes", space, ncols, NODE_SCHEMA)
-    # infrastructure nodes: shared brokers and routers (node rows under _infra)
+    return truth
+
+
+def _space_samples(g, sp, drop):
+    """One address space: its address samples (per chunk of addresses), its
+    truth entries and, brokered, its broker's node samples. ``drop``: the
+    samples lost to the collector outage (or None)."""
+    space, stype, truth = sp["name"], sp["type"], g.truth
+    truth["infras"].setdefault(sp["infra"], []).append(space)
+    if stype == "brokered":
+        truth["brokers"][space] = list(sp["brokers"])
+    addrs = [a for a in sp["addresses"] if a["in_metrics"]]
+    for c0 in range(0, len(addrs), CHUNK_ADDRESSES):
+        cols = dict((f.name, []) for f in ADDRESS_SCHEMA)
+        for a in addrs[c0:c0 + CHUNK_ADDRESSES]:
+            _address_series(g, a, sp, cols)
+        if drop is not None:
+            cols["_drop"] = drop
+        g.writer.write("addresses", space, cols, ADDRESS_SCHEMA)
+    for a in sp["addresses"]:
+        key = "%s/%s" % (space, a["address"])
+        if not a["in_model"]:
+            truth["not_in_model"].append(key)
+        if not a["in_metrics"]:
+            truth["not_in_metrics"].append(key)
+        if a["metrics_plan"]:
+            truth["plan_changes"].append({"address": key, "from": a["metrics_plan"], "to": a["plan"]})
+    if stype == "brokered":
+        ncols = dict((f.name, []) for f in NODE_SCHEMA)
+        _broker_nodes(ncols, sp["infra"], space, sp["brokers"], g.clock, g.growth, g.rng, g.restart, g.acc,
+                      standard=False)
+        if drop is not None:
+            ncols["_drop"] = drop
+        g.writer.write("nodes", space, ncols, NODE_SCHEMA)
+
+
+def _infra_nodes(g, infras):
+    """Infrastructure nodes: shared brokers and routers (node rows under _infra)."""
+    clock, growth, rng = g.clock, g.growth, g.rng
     ncols = dict((f.name, []) for f in NODE_SCHEMA)
     for name in sorted(infras):
         inf = infras[name]
-        _broker_nodes(ncols, name, SHARED, inf["brokers"], clock, growth, rng, restart, acc, standard=True,
+        _broker_nodes(ncols, name, SHARED, inf["brokers"], clock, growth, rng, g.restart, g.acc, standard=True,
                       n_routers=len(inf["routers"]))
-        ra = acc["router_addr"][name]
+        ra = g.acc["router_addr"][name]
         for r, share in zip(inf["routers"], inf["router_share"]):
             conns = np.round(300 * share * len(inf["routers"]) * (1.0 + growth * clock.days)
                              * (1 + 0.3 * np.sin(2 * np.pi * (clock.days - 0.25))))
-            links = acc["router_links"][r]
+            links = g.acc["router_links"][r]
             mem = (50 * 2 ** 20 + 7 * 1024 * ra["anycast"] + 32 * 1024 * ra["queue_topic"]
                    + 120 * 1024 * conns + links * 4096 + rng.normal(0, 2 ** 20, clock.n))
             _node(ncols, clock, name, SHARED, r, "router", memory_used=mem, memory_max=2 ** 30, disk_used=None,
                   disk_max=None, connections=conns, links=links,
                   uptime=float(rng.uniform(1, 30)) * 86400e3 + (clock.t - clock.t[0]) * 1e3)
-    writer.write("nodes", SHARED, ncols, NODE_SCHEMA)
+    g.writer.write("nodes", SHARED, ncols, NODE_SCHEMA)
 
-    # growth truth: slope of the daily mean of the expected total ingress (all infras)
+
+def _growth_truth(truth, acc, start_dt, scenario):
+    """Growth truth: slope of the daily mean of the expected total ingress (all infras)."""
     daily_in = acc["daily_in"]
     dkeys = sorted(daily_in)
     full = [d for d in dkeys if daily_in[d]["dt"] > 0.9 * 86400]
@@ -291,35 +323,28 @@ def generate(out, seed=42, n_addresses=30, n_spaces=3, days=2.0, interval=60, gr
         if len(full) >= 2 else None)
     truth["growth"]["total_base_ingress"] = float(sum(
         a["base"] for sp in scenario for a in sp["addresses"] if a["in_metrics"]))
-    if n_spaces == 3 and n_addresses <= 60:
-        truth["expected"] = {
-            "spaces": {
-                "tenant-a": {"verdict": "under-provisioned", "brokers_change": 1, "binding_resource": "credits",
-                             "why": "3 hot queues of ~0.55 broker each cannot share a broker (2 sit on "
-                                    "prod-broker-0); and EnMasse's standard-small-partitioned-queue has 3 "
-                                    "partitions, never two on one broker: the credits alone need 3 brokers"},
-                "tenant-b": {"verdict": "over-provisioned", "brokers_change": -2, "why": "light load on 3 brokers"},
-                "tenant-c": {"verdict": "right-provisioned", "brokers_change": 0,
-                             "why": "brokered: a single, moderately loaded broker"},
-            },
-            "infras": {
-                "prod": {"verdict": "under-provisioned", "brokers_add": 1, "brokers_remove": 0,
-                         "routers_change": -1},
-                "edge": {"verdict": "over-provisioned", "brokers_add": 0, "brokers_remove": 2,
-                         "routers_change": 0},
-            },
-            "moved_hot_queue_from": "prod-broker-0",
-        }
-    truth["samples"] = writer.rows
-    truth["files"] = writer.files
-    truth["n_addresses"] = sum(len(sp["addresses"]) for sp in scenario)
-    truth["generate_seconds"] = round(time.time() - t0, 3)
-    model = model_document(scenario)
-    _write_json(os.path.join(out, "truth.json"), truth)
-    _write_json(os.path.join(out, "model.json"), model)
-    if not quiet:
-        print("wrote %d samples in %d files to %s in %.1fs" % (writer.rows, writer.files, out, time.time() - t0))
-    return truth
+
+
+def _expected():
+    """The verdicts the small default scenario (3 spaces, <= 60 addresses) must get."""
+    return {
+        "spaces": {
+            "tenant-a": {"verdict": "under-provisioned", "brokers_change": 1, "binding_resource": "credits",
+                         "why": "3 hot queues of ~0.55 broker each cannot share a broker (2 sit on "
+                                "prod-broker-0); and EnMasse's standard-small-partitioned-queue has 3 "
+                                "partitions, never two on one broker: the credits alone need 3 brokers"},
+            "tenant-b": {"verdict": "over-provisioned", "brokers_change": -2, "why": "light load on 3 brokers"},
+            "tenant-c": {"verdict": "right-provisioned", "brokers_change": 0,
+                         "why": "brokered: a single, moderately loaded broker"},
+        },
+        "infras": {
+            "prod": {"verdict": "under-provisioned", "brokers_add": 1, "brokers_remove": 0,
+                     "routers_change": -1},
+            "edge": {"verdict": "over-provisioned", "brokers_add": 0, "brokers_remove": 2,
+                     "routers_change": 0},
+        },
+        "moved_hot_queue_from": "prod-broker-0",
+    }
 
 
 def _broker_nodes(ncols, infra, scope, brokers, clock, growth, rng, restart, acc, standard, n_routers=0):
@@ -342,35 +367,23 @@ def _broker_nodes(ncols, infra, scope, brokers, clock, growth, rng, restart, acc
               disk_max=20 * 2 ** 30, connections=conns, links=None, uptime=uptime)
 
 
-def _address_series(a, sp, clock, growth, rng, restart, cols, acc, truth, total_span, days_idx):
-    space, stype, infra = sp["name"], sp["type"], sp["infra"]
-    atype = a["type"]
+def _address_series(g, a, sp, cols):
+    """One address's samples on every node that holds it (appended to
+    ``cols``), its truth entry and its share of the node accumulators."""
+    clock, rng, acc = g.clock, g.rng, g.acc
+    space, infra = sp["name"], sp["infra"]
     routers, rshare = sp["routers"], sp["router_share"]
-    lam = rate_curve(a, clock, growth)
+    lam = rate_curve(a, clock, g.growth)
     exp_in = lam * clock.dt
     inc_in = rng.poisson(exp_in).astype(np.int64)
     exp_out = exp_in * a["egress_ratio"] * a["fanout"]
     offset = int(rng.integers(0, 10 ** 6)) if not a["idle"] else int(rng.integers(0, 10 ** 4))
     key = "%s/%s" % (space, a["address"])
     plan_in_metrics = a["metrics_plan"] or a["plan"]
-    for d in np.unique(days_idx):
-        m = days_idx == d
-        day = acc["daily_in"].setdefault(int(d), {"exp": 0.0, "dt": float(clock.dt[m].sum())})
-        day["exp"] += float(exp_in[m].sum())
-    truth["addresses"][key] = {
-        "infra": infra, "address_space": space, "type": atype, "plan": a["plan"],
-        "ingress_avg": float(exp_in.sum() / total_span),
-        "egress_avg": float(exp_out.sum() / total_span),
-        "brokers": list(a["brokers"] or []), "msg_size": a["msg_size"],
-    }
-    for flag in ("hot", "idle", "backlog"):
-        if a[flag]:
-            truth[flag].append(key)
-    if a["burst"]:
-        truth["bursty"].append(key)
+    _address_truth(g, a, sp, key, exp_in, exp_out)
     ra = acc["router_addr"].get(infra) if routers else None
 
-    if atype in ("anycast", "multicast"):
+    if a["type"] in ("anycast", "multicast"):
         ra["anycast"] += 1
         inc_out = rng.poisson(exp_out).astype(np.int64)
         for r, pin, pout, share in zip(routers, _split(inc_in, rshare), _split(inc_out, rshare), rshare):
@@ -383,8 +396,48 @@ def _address_series(a, sp, clock, growth, rng, restart, cols, acc, truth, total_
 
     if ra is not None:
         ra["queue_topic"] += 1
-    brokers = a["brokers"]
-    n_parts = len(brokers)
+    added, acked, depth = _stored_counters(a, clock, rng, lam, exp_in, inc_in, offset)
+    size = depth * a["msg_size"]
+    inc_add = np.diff(added, prepend=added[0])
+    inc_ack = np.diff(acked, prepend=acked[0])
+    _partition_rows(g, a, sp, cols, plan_in_metrics, added, depth, inc_add)
+    tr = g.truth["addresses"][key]
+    tr["size_latest"] = 0 if a["type"] == "topic" else int(size[-1])
+    tr["depth_latest"] = 0 if a["type"] == "topic" else int(depth[-1])
+    n_parts = len(a["brokers"])
+    for r, pin, pout, share in zip(routers, _split(inc_add, rshare), _split(inc_ack, rshare), rshare):
+        links = np.full(clock.n, max(1, int(round((a["consumers"] + 1) * share))) + 2 * n_parts, dtype=np.int64)
+        acc["router_links"][r] += links
+        _arow(cols, clock, infra, space, a, plan_in_metrics, r, "router",
+              deliveries_ingress=offset + np.cumsum(pin), deliveries_egress=offset + np.cumsum(pout),
+              message_count=0, links=links, consumer_count=max(0, int(round(a["consumers"] * share))))
+
+
+def _address_truth(g, a, sp, key, exp_in, exp_out):
+    """The address's expected daily ingress (into the accumulator) and its
+    truth entry and flags."""
+    clock, truth = g.clock, g.truth
+    for d in np.unique(g.days_idx):
+        m = g.days_idx == d
+        day = g.acc["daily_in"].setdefault(int(d), {"exp": 0.0, "dt": float(clock.dt[m].sum())})
+        day["exp"] += float(exp_in[m].sum())
+    truth["addresses"][key] = {
+        "infra": sp["infra"], "address_space": sp["name"], "type": a["type"], "plan": a["plan"],
+        "ingress_avg": float(exp_in.sum() / g.total_span),
+        "egress_avg": float(exp_out.sum() / g.total_span),
+        "brokers": list(a["brokers"] or []), "msg_size": a["msg_size"],
+    }
+    for flag in ("hot", "idle", "backlog"):
+        if a[flag]:
+            truth[flag].append(key)
+    if a["burst"]:
+        truth["bursty"].append(key)
+
+
+def _stored_counters(a, clock, rng, lam, exp_in, inc_in, offset):
+    """(added, acknowledged, depth) of a stored address over time: idle,
+    backlog (consumers slower than producers), topic (held for its
+    subscriptions) or a plain queue."""
     if a["idle"]:
         depth0 = int(rng.integers(0, 200))
         added = np.full(clock.n, offset, dtype=np.int64)
@@ -395,7 +448,7 @@ def _address_series(a, sp, clock, growth, rng, restart, cols, acc, truth, total_
         added = offset + np.cumsum(inc_in)
         acked = np.minimum((offset - 50) + np.cumsum(inc_out), added)
         depth = added - acked
-    elif atype == "topic":
+    elif a["type"] == "topic":
         added = offset + np.cumsum(inc_in)
         acked = np.zeros(clock.n, dtype=np.int64)
         depth = rng.poisson(np.maximum(lam, 0) * 0.5).astype(np.int64)   # held for its subscriptions
@@ -404,9 +457,16 @@ def _address_series(a, sp, clock, growth, rng, restart, cols, acc, truth, total_
         depth = rng.poisson(np.maximum(lam, 0) * 0.5).astype(np.int64)
         acked = np.maximum.accumulate(added - depth)
         depth = added - acked
-    size = depth * a["msg_size"]
-    inc_add = np.diff(added, prepend=added[0])
-    inc_ack = np.diff(acked, prepend=acked[0])
+    return added, acked, depth
+
+
+def _partition_rows(g, a, sp, cols, plan_in_metrics, added, depth, inc_add):
+    """The rows of a stored address's partitions, one per broker (counters
+    restart with their broker); the stored bytes go to the broker's total."""
+    clock, acc, restart = g.clock, g.acc, g.restart
+    space, infra, atype = sp["name"], sp["infra"], a["type"]
+    brokers = a["brokers"]
+    n_parts = len(brokers)
     shares = [1.0 / n_parts] * n_parts
     add_parts = _split(inc_add, shares)
     depth_parts = _split(depth, shares)
@@ -425,21 +485,12 @@ def _address_series(a, sp, clock, growth, rng, restart, cols, acc, truth, total_
         d = cum_add - cum_ack
         psize = d * a["msg_size"]
         acc["broker_bytes"][b] = acc["broker_bytes"].get(b, np.zeros(clock.n)) + psize
-        consumers = 2 * len(routers) if stype == "standard" else a["consumers"]
+        consumers = 2 * len(sp["routers"]) if sp["type"] == "standard" else a["consumers"]
         _arow(cols, clock, infra, space, a, plan_in_metrics, b, "broker",
               messages_added=_restart_counter(cum_add, clock, rs),
               messages_acknowledged=_restart_counter(cum_ack, clock, rs), message_count=d,
               consumer_count=consumers, persistent_size=psize,
               address_size=(np.full(clock.n, 0) if atype != "subscription" else None), links=consumers)
-    tr = truth["addresses"][key]
-    tr["size_latest"] = 0 if atype == "topic" else int(size[-1])
-    tr["depth_latest"] = 0 if atype == "topic" else int(depth[-1])
-    for r, pin, pout, share in zip(routers, _split(inc_add, rshare), _split(inc_ack, rshare), rshare):
-        links = np.full(clock.n, max(1, int(round((a["consumers"] + 1) * share))) + 2 * n_parts, dtype=np.int64)
-        acc["router_links"][r] += links
-        _arow(cols, clock, infra, space, a, plan_in_metrics, r, "router",
-              deliveries_ingress=offset + np.cumsum(pin), deliveries_egress=offset + np.cumsum(pout),
-              message_count=0, links=links, consumer_count=max(0, int(round(a["consumers"] * share))))
 
 
 def _arow(cols, clock, infra, space, a, plan, node, kind, messages_added=None, messages_acknowledged=None,

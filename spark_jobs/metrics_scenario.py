@@ -65,6 +65,34 @@ def build_scenario(n_addresses, n_spaces, rng):
     counts = [max(4, int(round(n_addresses * s["share"]))) for s in specs]
     if n_addresses > sum(counts):
         counts[0] += n_addresses - sum(counts)
+    infras = _infras(specs, counts)
+    out = []
+    for spec, n in zip(specs, counts):
+        name, stype, infra = spec["name"], spec["type"], infras[spec["infra"]]
+        brokers = list(infra["brokers"]) if stype == "standard" else ["%s-broker-0" % name]
+        addrs = []
+        add = _address_adder(addrs, stype, rng)
+        _special_addresses(name, stype, brokers, add)
+        i = 0
+        while len(addrs) < n:
+            atype = "queue"
+            if stype == "standard" and i % 7 == 6:
+                atype = "anycast"
+            add("q-%05d" % i, atype, base=float(rng.uniform(10.0, 30.0)) if stype == "brokered" else
+                float(rng.uniform(0.5, 8.0)))
+            i += 1
+        if name == "tenant-a":
+            add("new-queue", "queue", in_metrics=False)
+        _current_placement(addrs, stype, brokers, infra)
+        out.append({"name": name, "infra": spec["infra"], "type": stype, "plan": spec["plan"],
+                    "brokers": brokers, "routers": infra["routers"] if stype == "standard" else [],
+                    "router_share": infra["router_share"], "addresses": addrs})
+    return out, infras
+
+
+def _infras(specs, counts):
+    """{infra: routers with their traffic shares, the shared brokers (1 per
+    50 standard addresses, at least 2 in prod and 3 elsewhere)}."""
     infras = {}
     for sp in specs:
         inf = infras.setdefault(sp["infra"], {"name": sp["infra"], "routers": list(INFRA_ROUTERS[sp["infra"]][0]),
@@ -77,88 +105,85 @@ def build_scenario(n_addresses, n_spaces, rng):
         n_b = max(base, int(math.ceil(inf["std_addresses"] * 0.01 / 0.5)))
         inf["brokers"] = ["%s-broker-%d" % (name, i) for i in range(n_b)] if inf["std_addresses"] else []
         inf["rr"] = 0
-    out = []
-    for spec, n in zip(specs, counts):
-        name, stype, infra = spec["name"], spec["type"], infras[spec["infra"]]
-        brokers = list(infra["brokers"]) if stype == "standard" else ["%s-broker-0" % name]
-        addrs = []
+    return infras
 
-        def add(address, atype, **kw):
-            a = {"address": address, "type": atype, "plan": kw.pop("plan", PLAN_FOR[(stype, atype)]),
-                 "base": kw.pop("base", float(rng.uniform(0.5, 8.0))),
-                 "amp": kw.pop("amp", float(rng.uniform(0.2, 0.5))),
-                 "phase": kw.pop("phase", float(rng.uniform(0.35, 0.65))),
-                 "egress_ratio": kw.pop("egress_ratio", 1.0),
-                 "consumers": kw.pop("consumers", int(rng.integers(1, 4))),
-                 "msg_size": kw.pop("msg_size", int(rng.choice([256, 512, 1024, 2048, 4096]))),
-                 "burst": kw.pop("burst", None), "hot": kw.pop("hot", False),
-                 "idle": kw.pop("idle", False), "backlog": kw.pop("backlog", False),
-                 "brokers": kw.pop("brokers", None), "topic": kw.pop("topic", None),
-                 "metrics_plan": kw.pop("metrics_plan", None),
-                 "in_model": kw.pop("in_model", True), "in_metrics": kw.pop("in_metrics", True),
-                 "fanout": kw.pop("fanout", 1)}
-            assert not kw, kw
-            addrs.append(a)
-            return a
 
-        if name == "tenant-a":
-            for i in range(3):
-                add("hot-%d" % i, "queue", plan="standard-medium-queue", base=3000.0, amp=0.3,
-                    phase=0.5, hot=True, consumers=4, msg_size=512,
-                    brokers=[brokers[0] if i < 2 else brokers[1]])
-            add("partitioned", "queue", plan="standard-small-partitioned-queue", base=20.0,
-                brokers=brokers[:2])
-            add("events", "topic", base=10.0)
-            add("audit", "subscription", topic="events", base=10.0)
-            add("rpc", "anycast", base=50.0, consumers=2)
-            add("broadcast", "multicast", base=5.0, fanout=3, consumers=3)
-            add("bursty", "queue", base=2.0, burst={"start_h": 14.0, "minutes": 20, "rate": 400.0})
-            add("idle-a", "queue", base=0.0, consumers=0, idle=True)
-            add("backlog", "queue", base=4.0, egress_ratio=0.9, backlog=True)
-            add("orders", "queue", plan="standard-medium-queue", metrics_plan="standard-small-queue",
-                base=6.0)
-        elif name == "tenant-b":
-            add("bursty-b", "queue", base=1.0, burst={"start_h": 9.0, "minutes": 10, "rate": 200.0})
-            add("idle-b", "queue", base=0.0, consumers=0, idle=True)
-            add("legacy", "queue", base=1.0, in_model=False)
+def _address_adder(addrs, stype, rng):
+    """add(address, type, **overrides): appends an address with its generation
+    parameters (random unless given; every draw is made either way, so the
+    stream of random numbers does not depend on the overrides) to ``addrs``."""
+    def add(address, atype, **kw):
+        a = {"address": address, "type": atype, "plan": kw.pop("plan", PLAN_FOR[(stype, atype)]),
+             "base": kw.pop("base", float(rng.uniform(0.5, 8.0))),
+             "amp": kw.pop("amp", float(rng.uniform(0.2, 0.5))),
+             "phase": kw.pop("phase", float(rng.uniform(0.35, 0.65))),
+             "egress_ratio": kw.pop("egress_ratio", 1.0),
+             "consumers": kw.pop("consumers", int(rng.integers(1, 4))),
+             "msg_size": kw.pop("msg_size", int(rng.choice([256, 512, 1024, 2048, 4096]))),
+             "burst": kw.pop("burst", None), "hot": kw.pop("hot", False),
+             "idle": kw.pop("idle", False), "backlog": kw.pop("backlog", False),
+             "brokers": kw.pop("brokers", None), "topic": kw.pop("topic", None),
+             "metrics_plan": kw.pop("metrics_plan", None),
+             "in_model": kw.pop("in_model", True), "in_metrics": kw.pop("in_metrics", True),
+             "fanout": kw.pop("fanout", 1)}
+        assert not kw, kw
+        addrs.append(a)
+        return a
+    return add
+
+
+def _special_addresses(name, stype, brokers, add):
+    """The addresses the scenario's expectations are about (hot, partitioned,
+    bursty, idle, backlog, plan change, not in the model, ...)."""
+    if name == "tenant-a":
+        for i in range(3):
+            add("hot-%d" % i, "queue", plan="standard-medium-queue", base=3000.0, amp=0.3,
+                phase=0.5, hot=True, consumers=4, msg_size=512,
+                brokers=[brokers[0] if i < 2 else brokers[1]])
+        add("partitioned", "queue", plan="standard-small-partitioned-queue", base=20.0,
+            brokers=brokers[:2])
+        add("events", "topic", base=10.0)
+        add("audit", "subscription", topic="events", base=10.0)
+        add("rpc", "anycast", base=50.0, consumers=2)
+        add("broadcast", "multicast", base=5.0, fanout=3, consumers=3)
+        add("bursty", "queue", base=2.0, burst={"start_h": 14.0, "minutes": 20, "rate": 400.0})
+        add("idle-a", "queue", base=0.0, consumers=0, idle=True)
+        add("backlog", "queue", base=4.0, egress_ratio=0.9, backlog=True)
+        add("orders", "queue", plan="standard-medium-queue", metrics_plan="standard-small-queue",
+            base=6.0)
+    elif name == "tenant-b":
+        add("bursty-b", "queue", base=1.0, burst={"start_h": 9.0, "minutes": 10, "rate": 200.0})
+        add("idle-b", "queue", base=0.0, consumers=0, idle=True)
+        add("legacy", "queue", base=1.0, in_model=False)
+        add("ping", "anycast", base=2.0)
+    else:
+        if stype == "standard":
             add("ping", "anycast", base=2.0)
         else:
+            add("events", "topic", base=8.0)
+
+
+def _current_placement(addrs, stype, brokers, infra):
+    """The current placement: round robin over the pool (hot queues pinned
+    by the scenario), subscriptions with their topic, none for direct
+    addresses; topics' egress is their subscriptions'."""
+    by_name = dict((a["address"], a) for a in addrs)
+    for a in addrs:
+        if a["type"] in ("anycast", "multicast"):
+            a["brokers"] = []
+        elif a["type"] == "subscription":
+            a["brokers"] = None
+        elif a["brokers"] is None:
             if stype == "standard":
-                add("ping", "anycast", base=2.0)
+                a["brokers"] = [brokers[infra["rr"] % len(brokers)]]
+                infra["rr"] += 1
             else:
-                add("events", "topic", base=8.0)
-        i = 0
-        while len(addrs) < n:
-            atype = "queue"
-            if stype == "standard" and i % 7 == 6:
-                atype = "anycast"
-            add("q-%05d" % i, atype, base=float(rng.uniform(10.0, 30.0)) if stype == "brokered" else
-                float(rng.uniform(0.5, 8.0)))
-            i += 1
-        if name == "tenant-a":
-            add("new-queue", "queue", in_metrics=False)
-        # current placement: round robin over the pool (hot queues pinned above)
-        by_name = dict((a["address"], a) for a in addrs)
-        for a in addrs:
-            if a["type"] in ("anycast", "multicast"):
-                a["brokers"] = []
-            elif a["type"] == "subscription":
-                a["brokers"] = None
-            elif a["brokers"] is None:
-                if stype == "standard":
-                    a["brokers"] = [brokers[infra["rr"] % len(brokers)]]
-                    infra["rr"] += 1
-                else:
-                    a["brokers"] = list(brokers)
-        for a in addrs:
-            if a["type"] == "subscription":
-                a["brokers"] = list(by_name[a["topic"]]["brokers"])
-            if a["type"] == "topic":
-                a["egress_ratio"] = 0.0    # a topic row counts what was published; subscriptions the rest
-        out.append({"name": name, "infra": spec["infra"], "type": stype, "plan": spec["plan"],
-                    "brokers": brokers, "routers": infra["routers"] if stype == "standard" else [],
-                    "router_share": infra["router_share"], "addresses": addrs})
-    return out, infras
+                a["brokers"] = list(brokers)
+    for a in addrs:
+        if a["type"] == "subscription":
+            a["brokers"] = list(by_name[a["topic"]]["brokers"])
+        if a["type"] == "topic":
+            a["egress_ratio"] = 0.0    # a topic row counts what was published; subscriptions the rest
 
 
 def series_per_sample(scenario):

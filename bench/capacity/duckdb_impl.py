@@ -44,70 +44,23 @@ def _q(s):
     return "'" + str(s).replace("'", "''") + "'"
 
 
-def aggregate(root, threads=2, memory_limit=None, temp_dir=None):
-    cm = lib.load_capacity_model({})
-    W = float(cm["window_seconds"])
-    max_gap = float(cm["max_gap_seconds"])
-    min_cov = float(cm["min_window_coverage"])
-    con = duckdb.connect()
-    con.execute("SET threads=%d" % threads)
-    con.execute("SET preserve_insertion_order=false")
-    if memory_limit:
-        con.execute("SET memory_limit=%s" % _q(memory_limit))
-    if temp_dir:
-        con.execute("SET temp_directory=%s" % _q(temp_dir))
-    timings = {}
-    t0 = time.time()
-    addr = "read_parquet(%s, hive_partitioning=true, hive_types_autocast=false)" % _q(
-        root.rstrip("/") + "/addresses/*/*/*.parquet")
-    nodes_path = root.rstrip("/") + "/nodes"
-    has_nodes = os.path.isdir(nodes_path)
-    nodes = "read_parquet(%s, hive_partitioning=true, hive_types_autocast=false)" % _q(nodes_path + "/*/*/*.parquet")
-
-    # ---- nodes: restarts, per-window gauges -----------------------------------
-    restarts = []
-    node_windows = []
-    if has_nodes:
-        restarts = con.execute("""
-            SELECT DISTINCT infra, node, node_kind, t - uptime_ms / 1000.0 AS rt FROM (
-              SELECT infra, node, node_kind, epoch_us(ts) / 1e6 AS t, uptime_ms,
-                     lag(uptime_ms) OVER (PARTITION BY infra, node, node_kind ORDER BY ts) AS p_up
-              FROM %s) WHERE uptime_ms < p_up ORDER BY ALL""" % nodes).fetchall()
-        cols = ["infra", "address_space", "node", "node_kind", "ws", "memory_used", "memory_max", "disk_used",
-                "disk_max", "connections", "links", "n"]
-        rows = con.execute("""
-            SELECT infra, address_space, node, node_kind, floor(epoch_us(ts) / 1e6 / %(W)r) * %(W)r AS ws,
-                   avg(memory_used), max(memory_max), avg(disk_used), max(disk_max), avg(connections),
-                   avg(links), count(*)
-            FROM %(nodes)s GROUP BY ALL""" % {"W": W, "nodes": nodes}).fetchall()
-        node_windows = [dict(zip(cols, r)) for r in rows]
-    timings["nodes"] = time.time() - t0
-
-    # ---- the samples: deltas over (address, node) series, per window ---------
-    t1 = time.time()
-    types = "CASE address_type %s END" % " ".join(
-        "WHEN %s THEN %d" % (_q(t), i) for i, t in enumerate(lib.ADDRESS_TYPES))
-    # the heavy steps group on 64-bit hashes, not on strings (as the job does);
-    # the names come back from a small table of the distinct series
-    restarted = " OR ".join(
-        "(nid = hash(%s, %s, %s) AND p_t < %r AND t >= %r)" % (_q(i), _q(n), _q(k), rt, rt)
-        for i, n, k, rt in restarts) or "false"
-    con.execute("""
-        CREATE TEMP TABLE anw AS
-        WITH s AS (
+# the per-(address, node, window) table, one CTE per step (the DuckDB peer
+# of the job's main pass); each is a %-template over the names in the comment
+_SAMPLES_CTE = """
           SELECT hash(infra, address_space, address) AS aid, hash(infra, node, node_kind) AS nid,
                  plan, %(types)s AS type_code, epoch_us(ts) / 1e6 AS t,
                  CASE WHEN node_kind = 'router' THEN deliveries_ingress ELSE messages_added END AS c_in,
                  CASE WHEN node_kind = 'router' THEN deliveries_egress ELSE messages_acknowledged END AS c_out,
                  message_count, coalesce(persistent_size, address_size) AS size, consumer_count, links
-          FROM %(addr)s),
-        l AS (
+          FROM %(addr)s"""       # types, addr
+_LAG_CTE = """
           SELECT *, lag(t) OVER w AS p_t, lag(c_in) OVER w AS p_in, lag(c_out) OVER w AS p_out
-          FROM s WINDOW w AS (PARTITION BY aid, nid ORDER BY t)),
-        d AS (
+          FROM s WINDOW w AS (PARTITION BY aid, nid ORDER BY t)"""
+_DELTA_CTE = """
           SELECT *, t - p_t AS dt, p_t IS NOT NULL AND t - p_t > 0 AND t - p_t <= %(max_gap)r AS ok,
                  coalesce(%(restarted)s, false) AS restarted, floor(t / %(W)r) * %(W)r AS ws
-          FROM l)
+          FROM l"""             # max_gap, restarted, W
+_WINDOW_SELECT = """
         SELECT aid, nid, ws,
                coalesce(sum(CASE WHEN ok THEN CASE WHEN restarted OR c_in < p_in THEN c_in ELSE c_in - p_in END
                                  END), 0) AS inc_in,
@@ -124,8 +77,98 @@ def aggregate(root, threads=2, memory_limit=None, temp_dir=None):
                arg_max_null(consumer_count, t) AS consumers_last, avg(links) AS links,
                arg_max_null(plan, t) AS plan, arg_max_null(type_code, t) AS type_code,
                min(t) AS t_first, max(t) AS t_last
-        FROM d GROUP BY ALL""" % {"types": types, "addr": addr, "max_gap": max_gap, "restarted": restarted,
-                                  "W": W})
+        FROM d GROUP BY ALL"""  # max_gap
+
+
+def _window_table_sql(addr, restarts, W, max_gap):
+    """CREATE TEMP TABLE anw: per (address id, node id, window) increases,
+    covered seconds, quality counts and gauges."""
+    types = "CASE address_type %s END" % " ".join(
+        "WHEN %s THEN %d" % (_q(t), i) for i, t in enumerate(lib.ADDRESS_TYPES))
+    # the heavy steps group on 64-bit hashes, not on strings (as the job does);
+    # the names come back from a small table of the distinct series
+    restarted = " OR ".join(
+        "(nid = hash(%s, %s, %s) AND p_t < %r AND t >= %r)" % (_q(i), _q(n), _q(k), rt, rt)
+        for i, n, k, rt in restarts) or "false"
+    template = ("\n        CREATE TEMP TABLE anw AS\n        WITH s AS (" + _SAMPLES_CTE + "),\n        l AS ("
+                + _LAG_CTE + "),\n        d AS (" + _DELTA_CTE + ")" + _WINDOW_SELECT)
+    return template % {"types": types, "addr": addr, "max_gap": max_gap, "restarted": restarted, "W": W}
+
+
+def aggregate(root, threads=2, memory_limit=None, temp_dir=None):
+    cm = lib.load_capacity_model({})
+    W = float(cm["window_seconds"])
+    con = _connect(threads, memory_limit, temp_dir)
+    timings = {}
+    t0 = time.time()
+    addr = "read_parquet(%s, hive_partitioning=true, hive_types_autocast=false)" % _q(
+        root.rstrip("/") + "/addresses/*/*/*.parquet")
+    nodes_path = root.rstrip("/") + "/nodes"
+    restarts, node_windows = [], []
+    if os.path.isdir(nodes_path):
+        restarts, node_windows = _node_pass(con, "read_parquet(%s, hive_partitioning=true, hive_types_autocast=false)"
+                                            % _q(nodes_path + "/*/*/*.parquet"), W)
+    timings["nodes"] = time.time() - t0
+    _series_windows(con, addr, restarts, W, float(cm["max_gap_seconds"]), float(cm["min_window_coverage"]),
+                    timings)
+    t2 = time.time()
+    address_node = _series(con)
+    timings["series"] = time.time() - t2
+    t3 = time.time()
+    address_kind = _address_kind(con)
+    timings["address_stats"] = time.time() - t3
+    t4 = time.time()
+    rows = con.execute("""
+        SELECT infra, node, node_kind, ws, sum(r_in + r_out) FROM anw WHERE valid GROUP BY ALL""").fetchall()
+    node_throughput = [dict(zip(("infra", "node", "node_kind", "ws", "thr"), r)) for r in rows]
+    timings["node_throughput"] = time.time() - t4
+    t5 = time.time()
+    authoritative, space_windows = _space_windows(con, address_kind, address_node)
+    timings["space_series"] = time.time() - t5
+    totals = con.execute("SELECT sum(n), min(t_first), max(t_last), count(*) FROM anw").fetchone()
+    timings["total"] = time.time() - t0
+    return {
+        "address_node": address_node, "address_kind": address_kind, "node_windows": node_windows,
+        "node_throughput": node_throughput, "space_windows": space_windows, "authoritative": authoritative,
+        "restarts": [[i, n, rt] for i, n, _k, rt in restarts],
+        "totals": {"address_rows": totals[0], "t_min": totals[1], "t_max": totals[2], "series_windows": totals[3],
+                   "node_rows": sum(r["n"] for r in node_windows)},
+    }, timings
+
+
+def _connect(threads, memory_limit, temp_dir):
+    con = duckdb.connect()
+    con.execute("SET threads=%d" % threads)
+    con.execute("SET preserve_insertion_order=false")
+    if memory_limit:
+        con.execute("SET memory_limit=%s" % _q(memory_limit))
+    if temp_dir:
+        con.execute("SET temp_directory=%s" % _q(temp_dir))
+    return con
+
+
+def _node_pass(con, nodes, W):
+    """Nodes: restarts [(infra, node, node_kind, t)] and per-window gauges."""
+    restarts = con.execute("""
+            SELECT DISTINCT infra, node, node_kind, t - uptime_ms / 1000.0 AS rt FROM (
+              SELECT infra, node, node_kind, epoch_us(ts) / 1e6 AS t, uptime_ms,
+                     lag(uptime_ms) OVER (PARTITION BY infra, node, node_kind ORDER BY ts) AS p_up
+              FROM %s) WHERE uptime_ms < p_up ORDER BY ALL""" % nodes).fetchall()
+    cols = ["infra", "address_space", "node", "node_kind", "ws", "memory_used", "memory_max", "disk_used",
+            "disk_max", "connections", "links", "n"]
+    rows = con.execute("""
+            SELECT infra, address_space, node, node_kind, floor(epoch_us(ts) / 1e6 / %(W)r) * %(W)r AS ws,
+                   avg(memory_used), max(memory_max), avg(disk_used), max(disk_max), avg(connections),
+                   avg(links), count(*)
+            FROM %(nodes)s GROUP BY ALL""" % {"W": W, "nodes": nodes}).fetchall()
+    return restarts, [dict(zip(cols, r)) for r in rows]
+
+
+def _series_windows(con, addr, restarts, W, max_gap, min_cov, timings):
+    """The samples: deltas over (address, node) series, per window (table
+    anw, with names, rates and validity)."""
+    t1 = time.time()
+    con.execute(_window_table_sql(addr, restarts, W, max_gap))
     timings["deltas_window"] = time.time() - t1
     con.execute("""
         CREATE TEMP TABLE names AS
@@ -142,8 +185,9 @@ def aggregate(root, threads=2, memory_limit=None, temp_dir=None):
         DROP TABLE anw; ALTER TABLE anw2 RENAME TO anw""" % {"cov": min_cov * W - 1e-9})
     timings["deltas"] = time.time() - t1
 
-    # ---- per series (address on a node) ---------------------------------------
-    t2 = time.time()
+
+def _series(con):
+    """Per series (address on a node)."""
     cols = ["infra", "address_space", "address", "node", "node_kind", "thr_avg", "thr_p95", "thr_p99", "thr_max",
             "depth_last", "depth_max", "size_last", "size_max", "consumers_last", "links_last", "plan", "type_code",
             "t_last", "samples", "resets", "gaps", "dups", "windows", "windows_valid"]
@@ -160,10 +204,11 @@ def aggregate(root, threads=2, memory_limit=None, temp_dir=None):
         d = dict(zip(cols, r))
         d["address_type"] = lib.ADDRESS_TYPES[d.pop("type_code")] if d["type_code"] is not None else None
         address_node.append(d)
-    timings["series"] = time.time() - t2
+    return address_node
 
-    # ---- per address and node kind ---------------------------------------------
-    t3 = time.time()
+
+def _address_kind(con):
+    """Per address and node kind (table akw: per window, rates summed over nodes)."""
     con.execute("""
         CREATE TEMP TABLE akw AS
         SELECT infra, address_space, address, node_kind, ws, sum(r_in) AS r_in, sum(r_out) AS r_out,
@@ -179,18 +224,12 @@ def aggregate(root, threads=2, memory_limit=None, temp_dir=None):
         FROM (SELECT *, CASE WHEN valid THEN r_in END AS vin, CASE WHEN valid THEN r_out END AS vout,
                      CASE WHEN valid THEN r_in + r_out END AS vthr FROM akw)
         GROUP BY ALL""" % stats).fetchall()
-    address_kind = [dict(zip(cols, r)) for r in rows]
-    timings["address_stats"] = time.time() - t3
+    return [dict(zip(cols, r)) for r in rows]
 
-    # ---- per node and window: throughput -------------------------------------
-    t4 = time.time()
-    rows = con.execute("""
-        SELECT infra, node, node_kind, ws, sum(r_in + r_out) FROM anw WHERE valid GROUP BY ALL""").fetchall()
-    node_throughput = [dict(zip(("infra", "node", "node_kind", "ws", "thr"), r)) for r in rows]
-    timings["node_throughput"] = time.time() - t4
 
-    # ---- per space and window, where each address lives ------------------------
-    t5 = time.time()
+def _space_windows(con, address_kind, address_node):
+    """Per space and window, where each address lives: (authoritative
+    [infra, space, address, kind], space windows)."""
     present = {}
     for r in address_kind:
         present.setdefault((r["infra"], r["address_space"], r["address"]), set()).add(r["node_kind"])
@@ -204,16 +243,7 @@ def aggregate(root, threads=2, memory_limit=None, temp_dir=None):
         SELECT infra, address_space, ws, sum(r_in), sum(r_out), count(*)
         FROM akw JOIN auth USING (infra, address_space, address, node_kind) WHERE valid GROUP BY ALL""").fetchall()
     space_windows = [dict(zip(("infra", "address_space", "ws", "r_in", "r_out", "addresses"), r)) for r in rows]
-    timings["space_series"] = time.time() - t5
-    totals = con.execute("SELECT sum(n), min(t_first), max(t_last), count(*) FROM anw").fetchone()
-    timings["total"] = time.time() - t0
-    return {
-        "address_node": address_node, "address_kind": address_kind, "node_windows": node_windows,
-        "node_throughput": node_throughput, "space_windows": space_windows, "authoritative": authoritative,
-        "restarts": [[i, n, rt] for i, n, _k, rt in restarts],
-        "totals": {"address_rows": totals[0], "t_min": totals[1], "t_max": totals[2], "series_windows": totals[3],
-                   "node_rows": sum(r["n"] for r in node_windows)},
-    }, timings
+    return authoritative, space_windows
 
 
 def main(argv=None):

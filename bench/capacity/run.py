@@ -218,7 +218,7 @@ def collection_importable():
     return True
 
 
-def main(argv=None):
+def _parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     p.add_argument("--sizes", default="1M,10M,50M")
     p.add_argument("--data-dir", default="/tmp/enmasse-capacity-bench")
@@ -235,7 +235,11 @@ def main(argv=None):
     p.add_argument("--skip-spark", action="store_true")
     p.add_argument("--reuse-data", action="store_true", help="do not regenerate a size that exists")
     p.add_argument("--out", default=os.path.join(REPO, "bench", "results", "capacity.json"))
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv=None):
+    a = _parser().parse_args(argv)
     if not collection_importable():
         return 2
     results = {"machine": machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -251,14 +255,9 @@ def main(argv=None):
     for size in [parse_size(x) for x in a.sizes.split(",")]:
         d = os.path.join(a.data_dir, "n%d" % size)
         run = {"target_samples": size, "load_before": loadavg()}
-        if not (a.reuse_data and os.path.exists(os.path.join(d, "truth.json"))):
-            g = measured([sys.executable, os.path.join(REPO, "spark_jobs", "generate_metrics.py"), "--out", d,
-                          "--target-samples", str(size)])
-            run["generate"] = {k: g[k] for k in ("seconds", "rc", "peak_rss_bytes")}
-            if g["rc"] != 0:
-                run["generate"]["stderr"] = g["stderr"]
-                results["runs"].append(run)
-                continue
+        if not (a.reuse_data and os.path.exists(os.path.join(d, "truth.json"))) and not _generate(d, size, run):
+            results["runs"].append(run)
+            continue
         with open(os.path.join(d, "truth.json")) as f:
             truth = json.load(f)
         run["samples"] = truth["samples"]
@@ -266,76 +265,105 @@ def main(argv=None):
         run["data_bytes"] = sum(os.path.getsize(os.path.join(r, x)) for r, _unused, fs in os.walk(d) for x in fs)
         plan = os.path.join(d, "plan.json")
         if not a.skip_spark:
-            cmd = [sys.executable, os.path.join(REPO, "spark_jobs", "capacity_plan.py"), "--metrics", d,
-                   "--model", os.path.join(d, "model.json"), "--master", a.master, "--out-plan", plan,
-                   "--out-report", os.path.join(d, "report.html"), "--driver-memory", a.driver_memory,
-                   "--conf", "spark.ui.enabled=false", "--out-aggregates", os.path.join(d, "aggregates.json")]
-            if a.event_log:
-                os.makedirs(a.event_log, exist_ok=True)
-                cmd += ["--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.dir=" + a.event_log]
-            cmd += a.job_args.split()
-            if a.shuffle_partitions:
-                cmd += ["--shuffle-partitions", str(a.shuffle_partitions)]
-            run["load_before_spark"] = loadavg()
-            s = measured(cmd)
-            run["spark"] = {k: s[k] for k in ("seconds", "cpu_seconds", "rc", "peak_rss_bytes")}
-            run["load_after_spark"] = loadavg()
-            if s["rc"] == 0:
-                with open(plan) as f:
-                    pj = json.load(f)
-                run["spark"]["job_seconds"] = pj["job"]["seconds"]
-                run["spark"]["stage_seconds"] = pj["data_quality"]["timings_seconds"]
-                run["spark"]["phases"] = pj["job"].get("phases")
-            else:
-                run["spark"]["stderr"] = s["stderr"]
+            _run_spark(a, d, plan, run)
         if not a.skip_duckdb:
-            out = os.path.join(d, "duckdb.json")
-            cmd = [sys.executable, os.path.join(HERE, "duckdb_impl.py"), d, out, "--threads", str(a.duckdb_threads),
-                   "--temp-dir", os.path.join(a.data_dir, "duckdb-spill")]
-            if a.duckdb_memory_limit:
-                cmd += ["--memory-limit", a.duckdb_memory_limit]
-            run["load_before_duckdb"] = loadavg()
-            r = measured(cmd)
-            run["duckdb"] = {k: r[k] for k in ("seconds", "cpu_seconds", "rc", "peak_rss_bytes")}
-            if r["rc"] == 0:
-                with open(out) as f:
-                    peer = json.load(f)
-                run["duckdb"]["timings"] = peer["timings"]
-                agg = os.path.join(d, "aggregates.json")
-                if not a.skip_spark and run["spark"]["rc"] == 0:
-                    from compare import compare as compare_aggregates
-                    with open(agg) as f:
-                        c = compare_aggregates(json.load(f), peer)
-                    run["spark_vs_duckdb"] = {"compared_values": c["values"],
-                                              "max_relative_difference": c["max_relative_difference"],
-                                              "problems": c["problems"][:10]}
-                    run["ratio_spark_duckdb"] = round(run["spark"]["seconds"] / run["duckdb"]["seconds"], 2)
-                    if run["duckdb"]["cpu_seconds"]:
-                        run["cpu_ratio_spark_duckdb"] = round(run["spark"]["cpu_seconds"]
-                                                              / run["duckdb"]["cpu_seconds"], 2)
-            else:
-                run["duckdb"]["stderr"] = r["stderr"][-1500:]
+            _run_duckdb(a, d, run)
         if not a.skip_pandas:
-            out = os.path.join(d, "pandas.json")
-            run["load_before_pandas"] = loadavg()
-            r = measured([sys.executable, os.path.join(HERE, "pandas_impl.py"), d, out],
-                         cap_bytes=int(a.pandas_cap_gb * 2 ** 30))
-            run["pandas"] = {k: r[k] for k in ("seconds", "rc", "killed_at_cap", "peak_rss_bytes")}
-            if r["rc"] == 0:
-                with open(out) as f:
-                    run["pandas"]["timings"] = json.load(f)["timings"]
-                if os.path.exists(plan) and not a.skip_spark and run["spark"]["rc"] == 0:
-                    run["spark_vs_pandas"] = compare(plan, out)
-            elif r["killed_at_cap"]:
-                run["pandas"]["note"] = "killed: RSS passed the %.0f GiB cap" % a.pandas_cap_gb
-            else:
-                run["pandas"]["stderr"] = r["stderr"][-1500:]
+            _run_pandas(a, d, plan, run)
         results["runs"] = [x for x in results["runs"] if x.get("target_samples") != size] + [run]
         with open(a.out, "w") as f:
             json.dump(results, f, indent=2)
         print(summary_line(run), flush=True)
     print(markdown(results))
     return 0
+
+
+def _generate(d, size, run):
+    """The store of ``size`` samples in ``d``; False (with its stderr in
+    ``run``) when the generator failed."""
+    g = measured([sys.executable, os.path.join(REPO, "spark_jobs", "generate_metrics.py"), "--out", d,
+                  "--target-samples", str(size)])
+    run["generate"] = {k: g[k] for k in ("seconds", "rc", "peak_rss_bytes")}
+    if g["rc"] != 0:
+        run["generate"]["stderr"] = g["stderr"]
+        return False
+    return True
+
+
+def _run_spark(a, d, plan, run):
+    """The capacity job, end to end, on the store ``d``: run["spark"]."""
+    cmd = [sys.executable, os.path.join(REPO, "spark_jobs", "capacity_plan.py"), "--metrics", d,
+           "--model", os.path.join(d, "model.json"), "--master", a.master, "--out-plan", plan,
+           "--out-report", os.path.join(d, "report.html"), "--driver-memory", a.driver_memory,
+           "--conf", "spark.ui.enabled=false", "--out-aggregates", os.path.join(d, "aggregates.json")]
+    if a.event_log:
+        os.makedirs(a.event_log, exist_ok=True)
+        cmd += ["--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.dir=" + a.event_log]
+    cmd += a.job_args.split()
+    if a.shuffle_partitions:
+        cmd += ["--shuffle-partitions", str(a.shuffle_partitions)]
+    run["load_before_spark"] = loadavg()
+    s = measured(cmd)
+    run["spark"] = {k: s[k] for k in ("seconds", "cpu_seconds", "rc", "peak_rss_bytes")}
+    run["load_after_spark"] = loadavg()
+    if s["rc"] == 0:
+        with open(plan) as f:
+            pj = json.load(f)
+        run["spark"]["job_seconds"] = pj["job"]["seconds"]
+        run["spark"]["stage_seconds"] = pj["data_quality"]["timings_seconds"]
+        run["spark"]["phases"] = pj["job"].get("phases")
+    else:
+        run["spark"]["stderr"] = s["stderr"]
+
+
+def _run_duckdb(a, d, run):
+    """The DuckDB peer on the store ``d``: run["duckdb"], and its agreement
+    with the job's aggregates and the time ratios when the job ran."""
+    out = os.path.join(d, "duckdb.json")
+    cmd = [sys.executable, os.path.join(HERE, "duckdb_impl.py"), d, out, "--threads", str(a.duckdb_threads),
+           "--temp-dir", os.path.join(a.data_dir, "duckdb-spill")]
+    if a.duckdb_memory_limit:
+        cmd += ["--memory-limit", a.duckdb_memory_limit]
+    run["load_before_duckdb"] = loadavg()
+    r = measured(cmd)
+    run["duckdb"] = {k: r[k] for k in ("seconds", "cpu_seconds", "rc", "peak_rss_bytes")}
+    if r["rc"] != 0:
+        run["duckdb"]["stderr"] = r["stderr"][-1500:]
+        return
+    with open(out) as f:
+        peer = json.load(f)
+    run["duckdb"]["timings"] = peer["timings"]
+    agg = os.path.join(d, "aggregates.json")
+    if not a.skip_spark and run["spark"]["rc"] == 0:
+        from compare import compare as compare_aggregates
+        with open(agg) as f:
+            c = compare_aggregates(json.load(f), peer)
+        run["spark_vs_duckdb"] = {"compared_values": c["values"],
+                                  "max_relative_difference": c["max_relative_difference"],
+                                  "problems": c["problems"][:10]}
+        run["ratio_spark_duckdb"] = round(run["spark"]["seconds"] / run["duckdb"]["seconds"], 2)
+        if run["duckdb"]["cpu_seconds"]:
+            run["cpu_ratio_spark_duckdb"] = round(run["spark"]["cpu_seconds"]
+                                                  / run["duckdb"]["cpu_seconds"], 2)
+
+
+def _run_pandas(a, d, plan, run):
+    """The pandas peer on the store ``d`` (killed at --pandas-cap-gb):
+    run["pandas"], compared with the plan when the job ran."""
+    out = os.path.join(d, "pandas.json")
+    run["load_before_pandas"] = loadavg()
+    r = measured([sys.executable, os.path.join(HERE, "pandas_impl.py"), d, out],
+                 cap_bytes=int(a.pandas_cap_gb * 2 ** 30))
+    run["pandas"] = {k: r[k] for k in ("seconds", "rc", "killed_at_cap", "peak_rss_bytes")}
+    if r["rc"] == 0:
+        with open(out) as f:
+            run["pandas"]["timings"] = json.load(f)["timings"]
+        if os.path.exists(plan) and not a.skip_spark and run["spark"]["rc"] == 0:
+            run["spark_vs_pandas"] = compare(plan, out)
+    elif r["killed_at_cap"]:
+        run["pandas"]["note"] = "killed: RSS passed the %.0f GiB cap" % a.pandas_cap_gb
+    else:
+        run["pandas"]["stderr"] = r["stderr"][-1500:]
 
 
 def _gib(b):

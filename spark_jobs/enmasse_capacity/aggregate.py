@@ -13,11 +13,11 @@ names are attached at the end (``_resolve``).
 
 from __future__ import absolute_import, division, print_function
 
-import datetime as _dt
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import rules as lib
+from .ids import META_BITS, _add_name, _Collision, _h, _meta, _plan_key, _resolve, _small_df
 from .read import ADDRESS_NONNEG, NODE_NONNEG
 from .rules import InputError
 
@@ -70,82 +70,7 @@ def _stats(df, keys, cols, method, *more):
     return df.groupBy(*keys).agg(*(scalars + list(more))).join(lists, list(keys))
 
 
-def _small_df(spark, rows, fields):
-    """A DataFrame from a Python list through Arrow (no Python worker
-    processes, unlike a plain createDataFrame): ``fields`` [(name, pyarrow type)]."""
-    import pyarrow as pa
-    cols = list(zip(*rows)) if rows else [()] * len(fields)
-    return spark.createDataFrame(pa.table([pa.array(list(c), type=t) for c, (_n, t) in zip(cols, fields)],
-                                          names=[n for n, _t in fields]))
-
-
 KINDS = ("broker", "router")        # index = the integer code the heavy stages use
-
-
-class _Collision(Exception):
-    """Two different names gave the same 64-bit id: run again with another salt."""
-
-
-def _h(F, salt, *cols):
-    return F.xxhash64(F.lit(salt), *cols)
-
-
-META_BITS = 5
-
-
-def _plan_key(F, salt, col="plan"):
-    """The plan's id inside ``meta``: its hash without the low META_BITS bits
-    (0 when there is no plan)."""
-    return F.when(F.col(col).isNotNull(), F.shiftright(_h(F, salt, col), META_BITS)).otherwise(F.lit(0).cast("long"))
-
-
-def _meta(F, salt, type_code, kind, bad):
-    """Everything per sample that is not a number, packed in one long so the
-    shuffled rows stay narrow: bit 0 row invalid, bit 1 router, bits 2-4
-    address type code (7: unknown), bits 5-63 the plan key."""
-    return (F.shiftleft(_plan_key(F, salt), META_BITS)
-            .bitwiseOR(F.shiftleft(F.coalesce(type_code, F.lit(7)).cast("long"), 2))
-            .bitwiseOR(F.shiftleft(kind.cast("long"), 1))
-            .bitwiseOR(bad.cast("long")))
-
-
-def _resolve(spark, addresses, salt, cols, candidates, needed, idf=None, times=None):
-    """Names of the 64-bit ids ``needed`` (xxhash64 of ``cols`` with ``salt``).
-
-    The candidates (from the model and the node samples) are hashed on a tiny
-    DataFrame; ids they do not explain are looked up in the store with a
-    filtered scan that decodes strings only for the matching rows. ``times``
-    (id -> the time of one sample carrying it) narrows that scan first to the
-    samples at those instants, in their date partitions; a full scan is left
-    for anything still unnamed. The big stages therefore never group or sort
-    on strings. Raises _Collision when two names share an id."""
-    from pyspark.sql import functions as F
-    idf = idf or (lambda: _h(F, salt, *cols))
-    names = {}
-    cands = sorted(set(tuple(c) for c in candidates or ()))
-    if cands:
-        import pyarrow as pa
-        cdf = _small_df(spark, cands, [(c, pa.string()) for c in cols])
-        for r in cdf.select(idf().alias("h"), *cols).collect():
-            _add_name(names, r["h"], tuple(r[c] for c in cols))
-    missing = [h for h in needed if h not in names]
-    hint = sorted(set(times[h] for h in missing if h in (times or {})))
-    scans = []
-    if hint:
-        narrow = addresses.where(F.col("ts").cast("double").isin(hint))
-        if "date" in addresses.columns:
-            narrow = narrow.where(F.col("date").isin(sorted(set(
-                _dt.datetime.fromtimestamp(t, _dt.timezone.utc).date().isoformat() for t in hint))))
-        scans.append(narrow)
-    scans.append(addresses)
-    for df in scans:
-        if not missing:
-            break
-        hx = idf()
-        for r in df.where(hx.isin(missing)).select(hx.alias("h"), *cols).distinct().collect():
-            _add_name(names, r["h"], tuple(r[c] for c in cols))
-        missing = [h for h in missing if h not in names]
-    return names
 
 
 def _invalid_addresses(addresses):
@@ -256,12 +181,6 @@ def _node_pass(spark, nodes, W, salt):
     return windows, sum(r["n"] for r in rows), names
 
 
-def _add_name(names, h, key):
-    """Record id -> name; two names for one id is a collision."""
-    if names.setdefault(h, key) != key:
-        raise _Collision()
-
-
 def aggregate(spark, addresses, nodes, cm, infra_filter=None, adaptive_partitions=False,
               known_addresses=(), known_plans=(), salt=0, on_phase=None):
     """All Spark work. Returns a dict of small, aggregated, collected results.
@@ -314,26 +233,116 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
     Spark runs jobs from several threads at once, and a second job fills the
     cores a stage's last tasks leave idle."""
     from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-    from pyspark.sql import Window
 
     W = float(cm["window_seconds"])
-    max_gap = float(cm["max_gap_seconds"])
-    min_cov = float(cm["min_window_coverage"])
     method = cm["percentile_method"]
     # ---- nodes: restarts first (the main pass needs them); the gauges and
     #      their validation run beside the main pass ----------------------------
     on_phase("aggregate: node restarts")
     node_f = pool.submit(_node_pass, spark, nodes, W, salt)
     restarts = _node_restarts(spark, nodes, salt)
-    node_names = {}
-    for nid, infra, node, kind, _t in restarts:
-        _add_name(node_names, nid, (infra, node, kind))
+    node_names = _restart_names(restarts)
     timings["nodes"] = time.time() - t0
 
     # ---- the one pass: deltas over (address, node) series, per window ------
     on_phase("aggregate: counter deltas and per-series statistics (node gauges beside)")
     t1 = time.time()
+    anw = _series_windows(spark, addresses, restarts, salt, W, float(cm["max_gap_seconds"]),
+                          float(cm["min_window_coverage"]))
+    anw.persist(StorageLevel.MEMORY_AND_DISK)
+    series = _series_stats(anw, method).collect()
+    timings["deltas"] = time.time() - t1
+    akw = None
+    pending = []
+    try:
+        # node samples are checked before address samples, as they always were
+        out["node_windows"], out["totals"]["node_rows"], names_n = node_f.result()
+        for h, key in names_n.items():
+            _add_name(node_names, h, key)
+        _check_series(series, addresses, infra_filter)
+
+        # ---- beside the per-address statistics: names (from the model and the
+        #      node samples; a filtered scan for the rest) and per-node throughput
+        names_f = pool.submit(_names, spark, addresses, salt, series, node_names, known_addresses, known_plans,
+                              time.time())
+        pending.append(names_f)
+        nthr_f = pool.submit(_node_throughput, anw, W, time.time())
+        pending.append(nthr_f)
+
+        # ---- per address and node kind: window rates summed over nodes ----
+        on_phase("aggregate: per-address statistics (names and node throughput beside)")
+        t3 = time.time()
+        akw = _address_kind_windows(anw)
+        akw.persist(StorageLevel.MEMORY_AND_DISK)
+        ak_rows = _address_kind_stats(akw, method).collect()
+        timings["address_stats"] = time.time() - t3
+
+        addr_names, more_nodes, plan_names, timings["names"] = names_f.result()
+        node_names.update(more_nodes)
+        if any(node_names[r["nid"]][2] not in lib.NODE_KINDS for r in series):
+            raise InputError("metrics store: address samples are invalid: "
+                             + "; ".join(_invalid_addresses(addresses)))
+        _named_results(out, series, ak_rows, restarts, addr_names, node_names, plan_names)
+
+        nthr_rows, timings["node_throughput"] = nthr_f.result()
+        out["node_throughput"] = _named_throughput(nthr_rows, node_names)
+
+        on_phase("aggregate: per-space series")
+        t5 = time.time()
+        _space_series(spark, akw, out, addr_names, W)
+        timings["space_series"] = time.time() - t5
+        out["timings"] = timings
+        return out
+    finally:
+        _release(pending, akw, anw)
+
+
+def _restart_names(restarts):
+    """{node id: (infra, node, node_kind)} of the restarted nodes."""
+    node_names = {}
+    for nid, infra, node, kind, _t in restarts:
+        _add_name(node_names, nid, (infra, node, kind))
+    return node_names
+
+
+def _check_series(series, addresses, infra_filter):
+    """InputError when there are no address samples, or invalid ones (then
+    with the detailed message of ``_invalid_addresses``)."""
+    if not series:
+        raise InputError("metrics store: no address samples in the selected range%s"
+                         % (" for infra %r" % infra_filter if infra_filter else ""))
+    if any(r["bad"] for r in series):
+        raise InputError("metrics store: address samples are invalid: "
+                         + "; ".join(_invalid_addresses(addresses)))
+
+
+def _named_throughput(nthr_rows, node_names):
+    """The per-node throughput rows with the node's names."""
+    rows = []
+    for r in nthr_rows:
+        infra, node, kind = node_names[r["nid"]]
+        rows.append({"infra": infra, "node": node, "node_kind": kind, "ws": r["ws"], "thr": r["thr"]})
+    return rows
+
+
+def _release(pending, akw, anw):
+    """Wait for the side jobs (nothing may still read the cached tables),
+    then drop the cached tables."""
+    for f in pending:
+        try:
+            f.result()
+        except Exception:
+            pass
+    if akw is not None:
+        akw.unpersist()
+    anw.unpersist()
+
+
+def _samples(addresses, salt):
+    """The address samples narrowed to what the main pass reads: the two ids,
+    ``meta``, the time, the two counters and the gauges, hash-partitioned by
+    address."""
+    from pyspark.sql import functions as F
     # string columns are compared through one hash each (the literal side is
     # folded to a constant): cheaper per row than up to six string comparisons
     router = F.col("hk") == F.xxhash64(F.lit("router"))
@@ -352,17 +361,14 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
     # hash-partitioned by address once: the window (address, node), the
     # per-window table and every later grouping by address reuse it, so the
     # samples are shuffled once and nothing downstream is shuffled again
-    a = a.repartition("aid")
-    # the series are ordered by (window index, time), the same order as by
-    # time alone: the per-window aggregation below then groups on a prefix of
-    # the window's sort order and Spark runs it as one streaming, code-generated
-    # sort aggregation instead of a partial and a final hash aggregation (the
-    # window index is an integer: a floating-point key would be normalised and
-    # stop the two aggregations from being combined)
-    a = a.withColumn("wi", F.floor(F.col("t") / W))
-    w = Window.partitionBy("aid", "nid").orderBy("wi", "t")
-    # (withColumns: one analysis of the plan, not one per column)
-    a = a.withColumns({"p_t": F.lag("t").over(w), "p_in": F.lag("c_in").over(w), "p_out": F.lag("c_out").over(w)})
+    return a.repartition("aid")
+
+
+def _restarted(spark, a, restarts):
+    """(a, expression): true for a sample whose node restarted since the
+    previous sample of its series (``a`` gains the restart times by a
+    broadcast join when there are many)."""
+    from pyspark.sql import functions as F
     rs = {}
     for nid, _i, _n, _k, rt in restarts:
         rs.setdefault(nid, []).append(float(rt))
@@ -382,6 +388,27 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
                                F.lit(False))
     else:
         restarted = F.lit(False)
+    return a, restarted
+
+
+def _series_windows(spark, addresses, restarts, salt, W, max_gap, min_cov):
+    """The per-window table of every (address, node) series: counter deltas
+    (a window function over the series, ordered by time), rates, gauges,
+    quality counts and the validity flag. Not yet cached."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import Window
+    a = _samples(addresses, salt)
+    # the series are ordered by (window index, time), the same order as by
+    # time alone: the per-window aggregation below then groups on a prefix of
+    # the window's sort order and Spark runs it as one streaming, code-generated
+    # sort aggregation instead of a partial and a final hash aggregation (the
+    # window index is an integer: a floating-point key would be normalised and
+    # stop the two aggregations from being combined)
+    a = a.withColumn("wi", F.floor(F.col("t") / W))
+    w = Window.partitionBy("aid", "nid").orderBy("wi", "t")
+    # (withColumns: one analysis of the plan, not one per column)
+    a = a.withColumns({"p_t": F.lag("t").over(w), "p_in": F.lag("c_in").over(w), "p_out": F.lag("c_out").over(w)})
+    a, restarted = _restarted(spark, a, restarts)
     dt = F.col("t") - F.col("p_t")
     ok = F.col("p_t").isNotNull() & (dt > 0) & (dt <= max_gap)
     drop_in = F.col("c_in") < F.col("p_in")
@@ -408,164 +435,137 @@ def _aggregate(spark, pool, addresses, nodes, cm, known_addresses, known_plans, 
         F.sum(F.col("meta").bitwiseAND(1)).alias("bad"))
     # the window stays an integer index (ws = wi * W) in the cached table: the
     # later groupings by window are then integer-keyed too
-    anw = (anw.withColumns({"kind": kind, "valid": F.col("dt") >= (min_cov * W - 1e-9),
-                            "r_in": F.when(F.col("dt") > 0, F.col("inc_in") / F.col("dt")),
-                            "r_out": F.when(F.col("dt") > 0, F.col("inc_out") / F.col("dt"))})
-           # the cache keeps only what later stages read
-           .drop("inc_in", "inc_out", "dt"))
-    anw.persist(StorageLevel.MEMORY_AND_DISK)
+    return (anw.withColumns({"kind": kind, "valid": F.col("dt") >= (min_cov * W - 1e-9),
+                             "r_in": F.when(F.col("dt") > 0, F.col("inc_in") / F.col("dt")),
+                             "r_out": F.when(F.col("dt") > 0, F.col("inc_out") / F.col("dt"))})
+            # the cache keeps only what later stages read
+            .drop("inc_in", "inc_out", "dt"))
 
-    # ---- per series (address on a node): totals, validity, gauges, quality -
+
+def _series_stats(anw, method):
+    """Per series (address on a node): totals, validity, gauges, quality."""
+    from pyspark.sql import functions as F
     # grouped on (aid, nid), a prefix of the cached table's order (aid, nid,
     # wi): with replaceHashWithSortAgg Spark streams it as a sort aggregation
     # (the kind is the same for every window of a series)
-    an = _stats(anw.withColumn("thr", F.when(F.col("valid"), F.col("r_in") + F.col("r_out"))),
-                ("aid", "nid"), ("thr",), method, F.max("kind").alias("kind"),
-                F.max_by("depth_last", "wi").alias("depth_last"), F.max("depth_max").alias("depth_max"),
-                F.max_by("size_last", "wi").alias("size_last"), F.max("size_max").alias("size_max"),
-                F.max_by("consumers_last", "wi").alias("consumers_last"), F.max_by("links", "wi").alias("links_last"),
-                F.max_by("meta", "wi").alias("meta"), F.min("t_first").alias("t_first"),
-                F.max("t_last").alias("t_last"), F.sum("n").alias("samples"),
-                F.sum("resets").alias("resets"), F.sum("gaps").alias("gaps"), F.sum("dups").alias("dups"),
-                F.count(F.lit(1)).alias("windows"), F.sum(F.col("valid").cast("int")).alias("windows_valid"),
-                F.sum("bad").alias("bad"))
-    series = an.collect()
-    timings["deltas"] = time.time() - t1
-    akw = None
-    pending = []
-    try:
-        # node samples are checked before address samples, as they always were
-        out["node_windows"], out["totals"]["node_rows"], names_n = node_f.result()
-        for h, key in names_n.items():
-            _add_name(node_names, h, key)
-        if not series:
-            raise InputError("metrics store: no address samples in the selected range%s"
-                             % (" for infra %r" % infra_filter if infra_filter else ""))
-        if any(r["bad"] for r in series):
-            raise InputError("metrics store: address samples are invalid: "
-                             + "; ".join(_invalid_addresses(addresses)))
+    return _stats(anw.withColumn("thr", F.when(F.col("valid"), F.col("r_in") + F.col("r_out"))),
+                  ("aid", "nid"), ("thr",), method, F.max("kind").alias("kind"),
+                  F.max_by("depth_last", "wi").alias("depth_last"), F.max("depth_max").alias("depth_max"),
+                  F.max_by("size_last", "wi").alias("size_last"), F.max("size_max").alias("size_max"),
+                  F.max_by("consumers_last", "wi").alias("consumers_last"), F.max_by("links", "wi").alias("links_last"),
+                  F.max_by("meta", "wi").alias("meta"), F.min("t_first").alias("t_first"),
+                  F.max("t_last").alias("t_last"), F.sum("n").alias("samples"),
+                  F.sum("resets").alias("resets"), F.sum("gaps").alias("gaps"), F.sum("dups").alias("dups"),
+                  F.count(F.lit(1)).alias("windows"), F.sum(F.col("valid").cast("int")).alias("windows_valid"),
+                  F.sum("bad").alias("bad"))
 
-        # ---- beside the per-address statistics: names (from the model and the
-        #      node samples; a filtered scan for the rest) and per-node throughput
-        def names(t):
-            first = dict((r["aid"], r["t_first"]) for r in series)
-            a_ = _resolve(spark, addresses, salt, ("infra", "address_space", "address"), known_addresses,
-                          set(first), times=first)
-            # nodes with node samples are named already (their ids came from Spark)
-            first = dict((r["nid"], r["t_first"]) for r in series if r["nid"] not in node_names)
-            n_ = _resolve(spark, addresses, salt, ("infra", "node", "node_kind"), (), set(first), times=first)
-            # a series' plan is that of its last sample
-            last = dict((r["meta"] >> META_BITS, r["t_last"]) for r in series)
-            last.pop(0, None)
-            p_ = _resolve(spark, addresses, salt, ("plan",), [(p,) for p in known_plans], set(last),
-                          idf=lambda: _plan_key(F, salt), times=last)
-            return a_, n_, p_, time.time() - t
 
-        def node_throughput(t):
-            nthr = (anw.where(F.col("valid")).groupBy("nid", "wi")
-                    .agg(F.sum(F.col("r_in") + F.col("r_out")).alias("thr"))
-                    .select("nid", (F.col("wi") * F.lit(W)).alias("ws"), "thr"))
-            return nthr.collect(), time.time() - t
-        names_f = pool.submit(names, time.time())
-        pending.append(names_f)
-        nthr_f = pool.submit(node_throughput, time.time())
-        pending.append(nthr_f)
+def _names(spark, addresses, salt, series, node_names, known_addresses, known_plans, t):
+    """Names of the series' address, node and plan ids (nodes with node
+    samples are named already): (addresses, nodes, plans, seconds since ``t``)."""
+    from pyspark.sql import functions as F
+    first = dict((r["aid"], r["t_first"]) for r in series)
+    a_ = _resolve(spark, addresses, salt, ("infra", "address_space", "address"), known_addresses,
+                  set(first), times=first)
+    # nodes with node samples are named already (their ids came from Spark)
+    first = dict((r["nid"], r["t_first"]) for r in series if r["nid"] not in node_names)
+    n_ = _resolve(spark, addresses, salt, ("infra", "node", "node_kind"), (), set(first), times=first)
+    # a series' plan is that of its last sample
+    last = dict((r["meta"] >> META_BITS, r["t_last"]) for r in series)
+    last.pop(0, None)
+    p_ = _resolve(spark, addresses, salt, ("plan",), [(p,) for p in known_plans], set(last),
+                  idf=lambda: _plan_key(F, salt), times=last)
+    return a_, n_, p_, time.time() - t
 
-        # ---- per address and node kind: window rates summed over nodes ----
-        on_phase("aggregate: per-address statistics (names and node throughput beside)")
-        t3 = time.time()
-        akw = anw.groupBy("aid", "kind", "wi").agg(
-            F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
-            F.min(F.col("valid").cast("int")).alias("valid"))
-        akw.persist(StorageLevel.MEMORY_AND_DISK)
-        ak = _stats(akw.withColumns({"in": F.when(F.col("valid") == 1, F.col("r_in")),
-                                     "out": F.when(F.col("valid") == 1, F.col("r_out")),
-                                     "thr": F.when(F.col("valid") == 1, F.col("r_in") + F.col("r_out"))}),
-                    ("aid", "kind"), ("in", "out", "thr"), method,
-                    F.count(F.lit(1)).alias("windows"), F.sum("valid").alias("windows_valid"))
-        ak_rows = ak.collect()
-        timings["address_stats"] = time.time() - t3
 
-        addr_names, more_nodes, plan_names, timings["names"] = names_f.result()
-        node_names.update(more_nodes)
-        if any(node_names[r["nid"]][2] not in lib.NODE_KINDS for r in series):
-            raise InputError("metrics store: address samples are invalid: "
-                             + "; ".join(_invalid_addresses(addresses)))
-        out["restarts"] = [(i, n, t) for _h_, i, n, _k, t in restarts]
-        out["totals"].update({
-            "address_rows": sum(r["samples"] for r in series),
-            "t_min": min(r["t_first"] for r in series), "t_max": max(r["t_last"] for r in series),
-            "series_windows": sum(r["windows"] for r in series)})
-        out["address_node"] = []
-        for r in series:
-            d = _flatten_p(r.asDict())
-            infra, space, address = addr_names[d.pop("aid")]
-            _i, node, kind = node_names[d.pop("nid")]
-            meta = d.pop("meta")
-            plan_key = meta >> META_BITS
-            for k in ("kind", "bad", "t_first"):
-                d.pop(k)
-            d.update({"infra": infra, "address_space": space, "address": address, "node": node,
-                      "node_kind": kind, "plan": plan_names[plan_key][0] if plan_key else None,
-                      "address_type": lib.ADDRESS_TYPES[(meta >> 2) & 7]})
-            out["address_node"].append(d)
-        out["address_kind"] = []
-        for r in ak_rows:
-            d = _flatten_p(r.asDict())
-            infra, space, address = addr_names[d.pop("aid")]
-            d.update({"infra": infra, "address_space": space, "address": address,
-                      "node_kind": KINDS[d.pop("kind")]})
-            out["address_kind"].append(d)
+def _node_throughput(anw, W, t):
+    """Per node and window: the summed valid rates (rows, seconds since ``t``)."""
+    from pyspark.sql import functions as F
+    nthr = (anw.where(F.col("valid")).groupBy("nid", "wi")
+            .agg(F.sum(F.col("r_in") + F.col("r_out")).alias("thr"))
+            .select("nid", (F.col("wi") * F.lit(W)).alias("ws"), "thr"))
+    return nthr.collect(), time.time() - t
 
-        nthr_rows, timings["node_throughput"] = nthr_f.result()
-        out["node_throughput"] = []
-        for r in nthr_rows:
-            infra, node, kind = node_names[r["nid"]]
-            out["node_throughput"].append({"infra": infra, "node": node, "node_kind": kind, "ws": r["ws"],
-                                           "thr": r["thr"]})
 
-        # ---- per space and window: ingress/egress of each address, measured
-        #      where it lives (brokers for stored addresses, routers for direct ones)
-        on_phase("aggregate: per-space series")
-        t5 = time.time()
-        present = {}
-        for r in out["address_kind"]:
-            present.setdefault((r["infra"], r["address_space"], r["address"]), set()).add(r["node_kind"])
-        types = dict(((r["infra"], r["address_space"], r["address"]), r["address_type"])
-                     for r in out["address_node"])
-        aid_of = dict((v, k) for k, v in addr_names.items())
-        spaces = sorted(set(k[:2] for k in present))
-        space_ix = dict((s, i) for i, s in enumerate(spaces))
-        out["authoritative"] = {}
-        auth_rows = []
-        for key, ks in sorted(present.items()):
-            kind = lib.authoritative_kind(types.get(key), ks)
-            out["authoritative"][key] = kind
-            if kind:
-                auth_rows.append((aid_of[key], KINDS.index(kind), space_ix[key[:2]]))
-        import pyarrow as pa
-        adf = _small_df(spark, auth_rows, [("aid", pa.int64()), ("kind", pa.int32()), ("sp", pa.int32())])
-        sw = (akw.where(F.col("valid") == 1).join(F.broadcast(adf), ["aid", "kind"])
-              .groupBy("sp", "wi").agg(F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
-                                       F.count(F.lit(1)).alias("addresses"))
-              .withColumn("ws", F.col("wi") * F.lit(W)))
-        out["space_windows"] = []
-        for r in sw.collect():
-            infra, space = spaces[r["sp"]]
-            out["space_windows"].append({"infra": infra, "address_space": space, "ws": r["ws"],
-                                         "r_in": r["r_in"], "r_out": r["r_out"], "addresses": r["addresses"]})
-        timings["space_series"] = time.time() - t5
-        out["timings"] = timings
-        return out
-    finally:
-        for f in pending:       # nothing may still read the cached tables
-            try:
-                f.result()
-            except Exception:
-                pass
-        if akw is not None:
-            akw.unpersist()
-        anw.unpersist()
+def _address_kind_windows(anw):
+    """Per address, node kind and window: rates summed over the nodes."""
+    from pyspark.sql import functions as F
+    return anw.groupBy("aid", "kind", "wi").agg(
+        F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
+        F.min(F.col("valid").cast("int")).alias("valid"))
+
+
+def _address_kind_stats(akw, method):
+    """Per address and node kind: statistics of the valid windows' rates."""
+    from pyspark.sql import functions as F
+    return _stats(akw.withColumns({"in": F.when(F.col("valid") == 1, F.col("r_in")),
+                                   "out": F.when(F.col("valid") == 1, F.col("r_out")),
+                                   "thr": F.when(F.col("valid") == 1, F.col("r_in") + F.col("r_out"))}),
+                  ("aid", "kind"), ("in", "out", "thr"), method,
+                  F.count(F.lit(1)).alias("windows"), F.sum("valid").alias("windows_valid"))
+
+
+def _named_results(out, series, ak_rows, restarts, addr_names, node_names, plan_names):
+    """The collected rows with their names instead of ids: restarts, totals,
+    address_node (per series) and address_kind, into ``out``."""
+    out["restarts"] = [(i, n, t) for _h_, i, n, _k, t in restarts]
+    out["totals"].update({
+        "address_rows": sum(r["samples"] for r in series),
+        "t_min": min(r["t_first"] for r in series), "t_max": max(r["t_last"] for r in series),
+        "series_windows": sum(r["windows"] for r in series)})
+    out["address_node"] = []
+    for r in series:
+        d = _flatten_p(r.asDict())
+        infra, space, address = addr_names[d.pop("aid")]
+        _i, node, kind = node_names[d.pop("nid")]
+        meta = d.pop("meta")
+        plan_key = meta >> META_BITS
+        for k in ("kind", "bad", "t_first"):
+            d.pop(k)
+        d.update({"infra": infra, "address_space": space, "address": address, "node": node,
+                  "node_kind": kind, "plan": plan_names[plan_key][0] if plan_key else None,
+                  "address_type": lib.ADDRESS_TYPES[(meta >> 2) & 7]})
+        out["address_node"].append(d)
+    out["address_kind"] = []
+    for r in ak_rows:
+        d = _flatten_p(r.asDict())
+        infra, space, address = addr_names[d.pop("aid")]
+        d.update({"infra": infra, "address_space": space, "address": address,
+                  "node_kind": KINDS[d.pop("kind")]})
+        out["address_kind"].append(d)
+
+
+def _space_series(spark, akw, out, addr_names, W):
+    """Per space and window: ingress/egress of each address, measured where
+    it lives (brokers for stored addresses, routers for direct ones): sets
+    ``out["authoritative"]`` and ``out["space_windows"]``."""
+    from pyspark.sql import functions as F
+    import pyarrow as pa
+    present = {}
+    for r in out["address_kind"]:
+        present.setdefault((r["infra"], r["address_space"], r["address"]), set()).add(r["node_kind"])
+    types = dict(((r["infra"], r["address_space"], r["address"]), r["address_type"])
+                 for r in out["address_node"])
+    aid_of = dict((v, k) for k, v in addr_names.items())
+    spaces = sorted(set(k[:2] for k in present))
+    space_ix = dict((s, i) for i, s in enumerate(spaces))
+    out["authoritative"] = {}
+    auth_rows = []
+    for key, ks in sorted(present.items()):
+        kind = lib.authoritative_kind(types.get(key), ks)
+        out["authoritative"][key] = kind
+        if kind:
+            auth_rows.append((aid_of[key], KINDS.index(kind), space_ix[key[:2]]))
+    adf = _small_df(spark, auth_rows, [("aid", pa.int64()), ("kind", pa.int32()), ("sp", pa.int32())])
+    sw = (akw.where(F.col("valid") == 1).join(F.broadcast(adf), ["aid", "kind"])
+          .groupBy("sp", "wi").agg(F.sum("r_in").alias("r_in"), F.sum("r_out").alias("r_out"),
+                                   F.count(F.lit(1)).alias("addresses"))
+          .withColumn("ws", F.col("wi") * F.lit(W)))
+    out["space_windows"] = []
+    for r in sw.collect():
+        infra, space = spaces[r["sp"]]
+        out["space_windows"].append({"infra": infra, "address_space": space, "ws": r["ws"],
+                                     "r_in": r["r_in"], "r_out": r["r_out"], "addresses": r["addresses"]})
 
 
 def _flatten_p(d):

@@ -219,12 +219,7 @@ def run(args, progress=None):
     t0 = time.time()
     progress = progress or Progress()
     progress.phase("check the input")
-    cm_user = lib.load_structured_file(args.capacity_model, "capacity model") if args.capacity_model else {}
-    if args.window_seconds:
-        cm_user = dict(cm_user or {}, window_seconds=args.window_seconds)
-    if args.percentile_method:
-        cm_user = dict(cm_user or {}, percentile_method=args.percentile_method)
-    cm = lib.load_capacity_model(cm_user)
+    cm = _capacity_model(args)
     spaces, catalogue, current = load_model(args.model)
     start = _parse_instant(args.start, "start")
     end = _parse_instant(args.end, "end")
@@ -239,26 +234,7 @@ def run(args, progress=None):
     progress.attach(spark.sparkContext)
     try:
         progress.phase("read the store")
-        addresses, a_absent = read_kind(spark, args.metrics, "addresses", ADDRESS_REQUIRED, ADDRESS_OPTIONAL)
-        nodes, n_absent = read_kind(spark, args.metrics, "nodes", NODE_REQUIRED, NODE_OPTIONAL, must_exist=False)
-        warnings = []
-        if a_absent:
-            warnings.append("address samples lack optional column(s) %s (treated as null)" % ", ".join(a_absent))
-        if nodes is None:
-            warnings.append("no node samples (%s/nodes): node memory, disk and connections come from the "
-                            "capacity model only" % args.metrics)
-        elif n_absent:
-            warnings.append("node samples lack optional column(s) %s (treated as null)" % ", ".join(n_absent))
-        if args.days:
-            from pyspark.sql import functions as F
-            mx = addresses.agg(F.max("ts")).collect()[0][0]
-            if mx is not None:
-                end_d = mx.replace(tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=1)
-                start = max(start, end_d - _dt.timedelta(days=args.days)) if start else \
-                    end_d - _dt.timedelta(days=args.days)
-        addresses = time_filter(addresses, start, end)
-        if nodes is not None:
-            nodes = time_filter(nodes, start, end)
+        addresses, nodes, start, warnings = _read_store(spark, args, start, end)
         t_read = time.time()
         adaptive = not args.shuffle_partitions and not any(
             kv.startswith("spark.sql.shuffle.partitions=") for kv in (args.conf or []))
@@ -281,6 +257,50 @@ def run(args, progress=None):
                    "capacity_model": os.path.abspath(args.capacity_model) if args.capacity_model else None,
                    "start": start.isoformat() if start else None, "end": end.isoformat() if end else None,
                    "seconds": {"spark": round(t_agg - t_read, 3), "total": None}}
+    return _write_outputs(args, plan, agg, progress, t0)
+
+
+def _capacity_model(args):
+    """The capacity model in force: the file's, with the command line's
+    window and percentile method over it, validated."""
+    cm_user = lib.load_structured_file(args.capacity_model, "capacity model") if args.capacity_model else {}
+    if args.window_seconds:
+        cm_user = dict(cm_user or {}, window_seconds=args.window_seconds)
+    if args.percentile_method:
+        cm_user = dict(cm_user or {}, percentile_method=args.percentile_method)
+    return lib.load_capacity_model(cm_user)
+
+
+def _read_store(spark, args, start, end):
+    """The address and node samples in the time range (``--days``: the last
+    days of the samples, within ``start``): (addresses, nodes or None, start,
+    warnings about missing optional columns or node samples)."""
+    addresses, a_absent = read_kind(spark, args.metrics, "addresses", ADDRESS_REQUIRED, ADDRESS_OPTIONAL)
+    nodes, n_absent = read_kind(spark, args.metrics, "nodes", NODE_REQUIRED, NODE_OPTIONAL, must_exist=False)
+    warnings = []
+    if a_absent:
+        warnings.append("address samples lack optional column(s) %s (treated as null)" % ", ".join(a_absent))
+    if nodes is None:
+        warnings.append("no node samples (%s/nodes): node memory, disk and connections come from the "
+                        "capacity model only" % args.metrics)
+    elif n_absent:
+        warnings.append("node samples lack optional column(s) %s (treated as null)" % ", ".join(n_absent))
+    if args.days:
+        from pyspark.sql import functions as F
+        mx = addresses.agg(F.max("ts")).collect()[0][0]
+        if mx is not None:
+            end_d = mx.replace(tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=1)
+            start = max(start, end_d - _dt.timedelta(days=args.days)) if start else \
+                end_d - _dt.timedelta(days=args.days)
+    addresses = time_filter(addresses, start, end)
+    if nodes is not None:
+        nodes = time_filter(nodes, start, end)
+    return addresses, nodes, start, warnings
+
+
+def _write_outputs(args, plan, agg, progress, t0):
+    """The report (unless --no-report), the plan and the aggregates
+    (--out-aggregates), written together (``atomic_write_all``)."""
     outputs = []
     if not args.no_report:
         progress.phase("report")

@@ -169,7 +169,54 @@ class Planner(PoolPlanner):
 
     # ---------------------------------------------------------- one infra
     def plan_infra(self, infra, spaces):
-        # which brokers and routers serve which spaces
+        broker_spaces, router_spaces = self._node_spaces(infra, spaces)
+        broker_pools = _pools_of(broker_spaces)
+        router_pools = _pools_of(router_spaces)
+        space_broker_pool, space_router_pool = _space_pools(spaces, broker_pools, router_pools)
+        space_items, addr_docs = self._address_items(infra, spaces)
+        pending, credit_need = _quotas(spaces, space_items, broker_pools, space_broker_pool)
+
+        # broker pools
+        pool_docs = []
+        space_pool_verdict = {}
+        for pool in sorted(broker_pools, key=lambda p: (p == SHARED, p)):
+            members = [sp for sp in spaces if space_broker_pool[sp["name"]] == pool]
+            if not members:
+                continue
+            doc = self.plan_broker_pool(infra, pool, list(broker_pools[pool]), members, space_items,
+                                        addr_docs, pending)
+            pool_docs.append(doc)
+            for sp in members:
+                space_pool_verdict[sp["name"]] = doc
+        router_docs = []
+        space_router_verdict = {}
+        for pool in sorted(router_pools, key=lambda p: (p == SHARED, p)):
+            members = [sp for sp in spaces if space_router_pool.get(sp["name"]) == pool]
+            if not members:
+                continue
+            doc = self.plan_router_pool(infra, pool, list(router_pools[pool]), members, space_items, pending)
+            router_docs.append(doc)
+            for sp in members:
+                space_router_verdict[sp["name"]] = doc
+
+        space_docs = []
+        for sp in spaces:
+            space_docs.append(self.space_doc(sp, addr_docs[sp["name"]], pending[sp["name"]],
+                                             credit_need[sp["name"]], space_pool_verdict.get(sp["name"]),
+                                             space_router_verdict.get(sp["name"])))
+        return {
+            "infra": infra,
+            "verdict": _infra_verdict(pool_docs, router_docs, space_docs),
+            "broker_pools": pool_docs,
+            "router_pools": router_docs,
+            "address_spaces": space_docs,
+            "forecast": self.forecast_infra(infra, pool_docs, router_docs, spaces),
+        }
+
+    def _node_spaces(self, infra, spaces):
+        """Which brokers and routers serve which spaces: {node: {space}} for
+        brokers and for routers (from the samples, the node scopes and the
+        current placement)."""
         broker_spaces, router_spaces = {}, {}
         for (i, space, address), rows in self.addr_node.items():
             if i != infra:
@@ -186,44 +233,11 @@ class Planner(PoolPlanner):
             if any(sp["name"] == space for sp in spaces):
                 for b in brokers:
                     broker_spaces.setdefault(b, set()).add(space)
+        return broker_spaces, router_spaces
 
-        def pool_of(node, mapping):
-            sc = mapping.get(node) or set()
-            named = sc - {SHARED}
-            if SHARED in sc or len(named) > 1:
-                return SHARED
-            return next(iter(named)) if named else SHARED
-
-        broker_pools = {}
-        for b in broker_spaces:
-            broker_pools.setdefault(pool_of(b, broker_spaces), []).append(b)
-        router_pools = {}
-        for r in router_spaces:
-            router_pools.setdefault(pool_of(r, router_spaces), []).append(r)
-        for v in list(broker_pools.values()) + list(router_pools.values()):
-            v.sort(key=_natural)
-        # spaces -> pools
-        space_broker_pool = {}
-        for sp in spaces:
-            mine = [p for p, bs in broker_pools.items() if p == sp["name"]]
-            if mine:
-                space_broker_pool[sp["name"]] = sp["name"]
-            elif SHARED in broker_pools and sp["type"] == "standard":
-                space_broker_pool[sp["name"]] = SHARED
-            else:
-                space_broker_pool[sp["name"]] = sp["name"]
-                broker_pools.setdefault(sp["name"], [])
-        space_router_pool = {}
-        for sp in spaces:
-            if sp["type"] != "standard":
-                continue
-            if sp["name"] in router_pools:
-                space_router_pool[sp["name"]] = sp["name"]
-            else:
-                space_router_pool[sp["name"]] = SHARED
-                router_pools.setdefault(SHARED, [])
-
-        # addresses with their load and plan credits
+    def _address_items(self, infra, spaces):
+        """Per space: the placement items (addresses with their plan credits
+        and current placement) and the address documents with their load."""
         space_items = {}
         addr_docs = {}
         for sp in spaces:
@@ -254,77 +268,7 @@ class Planner(PoolPlanner):
             space_items[sp["name"]] = items
             addr_docs[sp["name"]] = dict((d["address"], d) for d in docs)
             sp["_plan"] = splan
-
-        # quota per space (the rule as converge applies it)
-        pending = {}
-        credit_need = {}
-        for sp in spaces:
-            limits = (sp["_plan"] or {}).get("resource_limits") or {}
-            pool = space_broker_pool[sp["name"]]
-            res = placement.place(space_items[sp["name"]], brokers=list(broker_pools.get(pool, [])),
-                                  limits=limits, capacity=(float("inf") if sp["type"] == "brokered" else 1.0))
-            pending[sp["name"]] = dict(res.pending)
-            pending[sp["name"]].update(res.refused)  # a plan change over quota is not placed as asked either
-            credit_need[sp["name"]] = {"brokers": res.brokers_needed, "routers": res.routers_needed,
-                                       "totals": dict(res.totals), "limits": limits}
-
-        # broker pools
-        pool_docs = []
-        space_pool_verdict = {}
-        for pool in sorted(broker_pools, key=lambda p: (p == SHARED, p)):
-            members = [sp for sp in spaces if space_broker_pool[sp["name"]] == pool]
-            if not members:
-                continue
-            doc = self.plan_broker_pool(infra, pool, list(broker_pools[pool]), members, space_items,
-                                        addr_docs, pending)
-            pool_docs.append(doc)
-            for sp in members:
-                space_pool_verdict[sp["name"]] = doc
-        router_docs = []
-        space_router_verdict = {}
-        for pool in sorted(router_pools, key=lambda p: (p == SHARED, p)):
-            members = [sp for sp in spaces if space_router_pool.get(sp["name"]) == pool]
-            if not members:
-                continue
-            doc = self.plan_router_pool(infra, pool, list(router_pools[pool]), members, space_items, pending)
-            router_docs.append(doc)
-            for sp in members:
-                space_router_verdict[sp["name"]] = doc
-
-        space_docs = []
-        for sp in spaces:
-            space_docs.append(self.space_doc(sp, addr_docs[sp["name"]], pending[sp["name"]],
-                                             credit_need[sp["name"]], space_pool_verdict.get(sp["name"]),
-                                             space_router_verdict.get(sp["name"])))
-        bch = [p["verdict"]["change"] for p in pool_docs]
-        rch = [p["verdict"]["change"] for p in router_docs]
-        verdicts = [p["verdict"]["verdict"] for p in pool_docs + router_docs] + [
-            s["verdict"]["verdict"] for s in space_docs]
-        binding = None
-        worst = -1
-        for p in pool_docs + router_docs:
-            u = max([x for x in (p.get("utilisation_before") or {}).values() if x is not None] or [0])
-            if p["verdict"]["verdict"] == lib.UNDER:
-                u += 10
-            if u > worst:
-                worst, binding = u, p["verdict"].get("binding_resource")
-        return {
-            "infra": infra,
-            "verdict": {
-                "verdict": lib.combine_verdicts(verdicts),
-                "brokers": {"current": sum(p["verdict"]["current"] for p in pool_docs),
-                            "add": sum(c for c in bch if c > 0), "remove": -sum(c for c in bch if c < 0),
-                            "change": sum(bch)},
-                "routers": {"current": sum(p["verdict"]["current"] for p in router_docs),
-                            "add": sum(c for c in rch if c > 0), "remove": -sum(c for c in rch if c < 0),
-                            "change": sum(rch)},
-                "binding_resource": binding,
-            },
-            "broker_pools": pool_docs,
-            "router_pools": router_docs,
-            "address_spaces": space_docs,
-            "forecast": self.forecast_infra(infra, pool_docs, router_docs, spaces),
-        }
+        return space_items, addr_docs
 
     def classify(self, load):
         if not load:
@@ -379,9 +323,6 @@ class Planner(PoolPlanner):
 
     # ------------------------------------------------------- forecast
     def forecast_infra(self, infra, pool_docs, router_docs, spaces):
-        fc = self.cm["forecast"]
-        W = float(self.cm["window_seconds"])
-        out = []
         thr = {}
         for r in self.agg.get("node_throughput") or []:
             if r["infra"] == infra:
@@ -392,52 +333,46 @@ class Planner(PoolPlanner):
                 gauges.setdefault(r["node"], {})[r["ws"]] = r
         first_day = _dt.datetime.fromtimestamp(self.t_min, _dt.timezone.utc).date()
         last_day = (_dt.datetime.fromtimestamp(self.t_max, _dt.timezone.utc).date() - first_day).days
+        out = []
+        for docs, kind, before, resources in ((pool_docs, "broker", "brokers_before", lib.BROKER_RESOURCES),
+                                              (router_docs, "router", "routers_before", lib.ROUTER_RESOURCES)):
+            for p in docs:
+                nodes = p[before]
+                for res in resources:
+                    cap = sum(n["capacity"][res] for n in p["nodes"] if not n["new"])
+                    out.append(self._resource_forecast("%ss:%s" % (kind, p["pool"]), kind, res, nodes,
+                                                       _node_series(nodes, res, thr, gauges), cap,
+                                                       p["thresholds"]["high"][res], first_day, last_day))
+        return out + self._traffic_forecasts(infra, spaces, first_day)
 
-        def series_for(nodes, res):
-            agg = {}
-            for n in nodes:
-                if res == "msg_rate":
-                    for ws, v in thr.get(n, {}).items():
-                        agg[ws] = agg.get(ws, 0.0) + v
-                else:
-                    g = {"memory": "memory_used", "disk": "disk_used"}.get(res, res)
-                    for ws, row in gauges.get(n, {}).items():
-                        if row.get(g) is not None:
-                            agg[ws] = agg.get(ws, 0.0) + row[g]
-            return agg
+    def _resource_forecast(self, scope, kind, res, nodes, series, capacity, high, first_day, last_day):
+        """The forecast entry of one resource of a pool: daily peaks of the
+        summed ``series`` and when their trend crosses the threshold and the
+        capacity."""
+        fc = self.cm["forecast"]
+        peaks = lib.daily_peaks(sorted(series.items()))
+        full = list(peaks)
+        entry = {"scope": scope, "node_kind": kind, "resource": res, "nodes": len(nodes),
+                 "capacity": capacity, "threshold": capacity * high,
+                 "daily": [{"date": d.isoformat(), "peak": p, "mean": m} for d, p, m in full]}
+        if len(full) < max(2, int(fc.get("min_days", 2))) or not capacity:
+            entry["status"] = "insufficient-data"
+            return entry
+        xs = [(d - first_day).days for d, _unused, _unused in full]
+        ys = [p for _unused, p, _unused in full]
+        thr_fc = lib.forecast_crossing(xs, ys, capacity * high, first_day, last_day, fc["horizon_days"])
+        cap_fc = lib.forecast_crossing(xs, ys, capacity, first_day, last_day, fc["horizon_days"])
+        entry.update({"slope_per_day": thr_fc["slope_per_day"], "intercept": thr_fc["intercept"],
+                      "r2": thr_fc["r2"], "status": thr_fc["status"], "threshold_date": thr_fc["date"],
+                      "days_to_threshold": thr_fc["days_left"], "exhaustion_date": cap_fc["date"],
+                      "exhaustion_status": cap_fc["status"], "days_to_exhaustion": cap_fc["days_left"]})
+        return entry
 
-        def add(scope, kind, res, nodes, capacity, high):
-            s = series_for(nodes, res)
-            peaks = lib.daily_peaks(sorted(s.items()))
-            full = list(peaks)
-            entry = {"scope": scope, "node_kind": kind, "resource": res, "nodes": len(nodes),
-                     "capacity": capacity, "threshold": capacity * high,
-                     "daily": [{"date": d.isoformat(), "peak": p, "mean": m} for d, p, m in full]}
-            if len(full) < max(2, int(fc.get("min_days", 2))) or not capacity:
-                entry["status"] = "insufficient-data"
-                out.append(entry)
-                return
-            xs = [(d - first_day).days for d, _unused, _unused in full]
-            ys = [p for _unused, p, _unused in full]
-            thr_fc = lib.forecast_crossing(xs, ys, capacity * high, first_day, last_day, fc["horizon_days"])
-            cap_fc = lib.forecast_crossing(xs, ys, capacity, first_day, last_day, fc["horizon_days"])
-            entry.update({"slope_per_day": thr_fc["slope_per_day"], "intercept": thr_fc["intercept"],
-                          "r2": thr_fc["r2"], "status": thr_fc["status"], "threshold_date": thr_fc["date"],
-                          "days_to_threshold": thr_fc["days_left"], "exhaustion_date": cap_fc["date"],
-                          "exhaustion_status": cap_fc["status"], "days_to_exhaustion": cap_fc["days_left"]})
-            out.append(entry)
-
-        for p in pool_docs:
-            nodes = p["brokers_before"]
-            for res in lib.BROKER_RESOURCES:
-                cap = sum(n["capacity"][res] for n in p["nodes"] if not n["new"])
-                add("brokers:%s" % p["pool"], "broker", res, nodes, cap, p["thresholds"]["high"][res])
-        for p in router_docs:
-            nodes = p["routers_before"]
-            for res in lib.ROUTER_RESOURCES:
-                cap = sum(n["capacity"][res] for n in p["nodes"] if not n["new"])
-                add("routers:%s" % p["pool"], "router", res, nodes, cap, p["thresholds"]["high"][res])
-        # traffic: ingress of all addresses (daily mean and peak), per infra and space
+    def _traffic_forecasts(self, infra, spaces, first_day):
+        """Traffic: ingress of all addresses (daily mean and peak, its trend),
+        per infra and per space."""
+        W = float(self.cm["window_seconds"])
+        out = []
         sw = [r for r in self.agg.get("space_windows") or [] if r["infra"] == infra]
         scopes = [("infra", sw)] + [("space:%s" % sp["name"], [r for r in sw if r["address_space"] == sp["name"]])
                                     for sp in spaces]
@@ -474,3 +409,107 @@ class Planner(PoolPlanner):
                                                      "brokers_change": (s["verdict"]["brokers"] or {}).get("change"),
                                                      "routers_change": (s["verdict"]["routers"] or {}).get("change")})
                                         for s in i["address_spaces"])} for i in infras]
+
+
+def _pools_of(node_spaces):
+    """{pool: [node]} from {node: {space}}: a node serving one named space
+    is in that space's pool; the others are in the shared (infrastructure)
+    pool. Nodes in natural order."""
+    def pool_of(node, mapping):
+        sc = mapping.get(node) or set()
+        named = sc - {SHARED}
+        if SHARED in sc or len(named) > 1:
+            return SHARED
+        return next(iter(named)) if named else SHARED
+
+    pools = {}
+    for n in node_spaces:
+        pools.setdefault(pool_of(n, node_spaces), []).append(n)
+    for v in pools.values():
+        v.sort(key=_natural)
+    return pools
+
+
+def _space_pools(spaces, broker_pools, router_pools):
+    """Each space's broker pool and (standard spaces) router pool: its own
+    when it has one, else the shared one (an empty pool is added as needed)."""
+    space_broker_pool = {}
+    for sp in spaces:
+        mine = [p for p, bs in broker_pools.items() if p == sp["name"]]
+        if mine:
+            space_broker_pool[sp["name"]] = sp["name"]
+        elif SHARED in broker_pools and sp["type"] == "standard":
+            space_broker_pool[sp["name"]] = SHARED
+        else:
+            space_broker_pool[sp["name"]] = sp["name"]
+            broker_pools.setdefault(sp["name"], [])
+    space_router_pool = {}
+    for sp in spaces:
+        if sp["type"] != "standard":
+            continue
+        if sp["name"] in router_pools:
+            space_router_pool[sp["name"]] = sp["name"]
+        else:
+            space_router_pool[sp["name"]] = SHARED
+            router_pools.setdefault(SHARED, [])
+    return space_broker_pool, space_router_pool
+
+
+def _quotas(spaces, space_items, broker_pools, space_broker_pool):
+    """The quota per space (the rule as converge applies it): {space:
+    {address: why}} pending, and {space: credits needed, totals, limits}."""
+    pending = {}
+    credit_need = {}
+    for sp in spaces:
+        limits = (sp["_plan"] or {}).get("resource_limits") or {}
+        pool = space_broker_pool[sp["name"]]
+        res = placement.place(space_items[sp["name"]], brokers=list(broker_pools.get(pool, [])),
+                              limits=limits, capacity=(float("inf") if sp["type"] == "brokered" else 1.0))
+        pending[sp["name"]] = dict(res.pending)
+        pending[sp["name"]].update(res.refused)  # a plan change over quota is not placed as asked either
+        credit_need[sp["name"]] = {"brokers": res.brokers_needed, "routers": res.routers_needed,
+                                   "totals": dict(res.totals), "limits": limits}
+    return pending, credit_need
+
+
+def _infra_verdict(pool_docs, router_docs, space_docs):
+    """One infrastructure's verdict: the combined verdicts, broker and
+    router changes, the binding resource of the most loaded pool."""
+    bch = [p["verdict"]["change"] for p in pool_docs]
+    rch = [p["verdict"]["change"] for p in router_docs]
+    verdicts = [p["verdict"]["verdict"] for p in pool_docs + router_docs] + [
+        s["verdict"]["verdict"] for s in space_docs]
+    binding = None
+    worst = -1
+    for p in pool_docs + router_docs:
+        u = max([x for x in (p.get("utilisation_before") or {}).values() if x is not None] or [0])
+        if p["verdict"]["verdict"] == lib.UNDER:
+            u += 10
+        if u > worst:
+            worst, binding = u, p["verdict"].get("binding_resource")
+    return {
+        "verdict": lib.combine_verdicts(verdicts),
+        "brokers": {"current": sum(p["verdict"]["current"] for p in pool_docs),
+                    "add": sum(c for c in bch if c > 0), "remove": -sum(c for c in bch if c < 0),
+                    "change": sum(bch)},
+        "routers": {"current": sum(p["verdict"]["current"] for p in router_docs),
+                    "add": sum(c for c in rch if c > 0), "remove": -sum(c for c in rch if c < 0),
+                    "change": sum(rch)},
+        "binding_resource": binding,
+    }
+
+
+def _node_series(nodes, res, thr, gauges):
+    """{window start: value} of one resource summed over ``nodes``: the
+    throughput for msg_rate, else the gauge (memory_used, disk_used, ...)."""
+    agg = {}
+    for n in nodes:
+        if res == "msg_rate":
+            for ws, v in thr.get(n, {}).items():
+                agg[ws] = agg.get(ws, 0.0) + v
+        else:
+            g = {"memory": "memory_used", "disk": "disk_used"}.get(res, res)
+            for ws, row in gauges.get(n, {}).items():
+                if row.get(g) is not None:
+                    agg[ws] = agg.get(ws, 0.0) + row[g]
+    return agg
