@@ -128,12 +128,6 @@ def place(items, brokers=None, limits=None, capacity=1.0, new_broker_name=None):
     for b in brokers or []:
         result.brokers[b] = 0.0
     items = list(items)
-    by_name = dict((i.name, i) for i in items)
-
-    def add_totals(item):
-        result.totals["router"] += item.router
-        result.totals["broker"] += item.broker
-        result.totals["aggregate"] = result.totals["router"] + result.totals["broker"]
 
     # 1. addresses that keep their home (same plan, already placed)
     kept = set()
@@ -145,7 +139,7 @@ def place(items, brokers=None, limits=None, capacity=1.0, new_broker_name=None):
                 result.brokers.setdefault(b, 0.0)
                 result.brokers[b] += item.broker / n
             result.assignments[item.name] = list(item.current_brokers)
-            add_totals(item)
+            _add_totals(result, item)
             kept.add(item.name)
 
     # 2. the others, in order
@@ -163,48 +157,53 @@ def place(items, brokers=None, limits=None, capacity=1.0, new_broker_name=None):
         if item.broker <= EPS and not item.colocate_with:
             # router-only address (anycast, multicast)
             result.assignments[item.name] = []
-            add_totals(item)
+            _add_totals(result, item)
             continue
         if item.colocate_with:
             home = result.assignments.get(item.colocate_with)
-            if home is None and item.colocate_with in by_name:
-                # topic not placed yet (pending or later in the list)
+            if not home:
+                # topic not placed (yet: pending, or later in the list)
                 result.pending[item.name] = "waiting for %s" % item.colocate_with
                 continue
-            targets = list(home or [])
-            if not targets:
-                result.pending[item.name] = "waiting for %s" % item.colocate_with
-                continue
+            targets = list(home)
             for b in targets:
                 result.brokers[b] += item.broker / len(targets)
-            result.assignments[item.name] = targets
-            add_totals(item)
-            _record_moves(result, item, targets)
-            continue
-        n = partitions_for(item.broker, item.partitions)
-        share = item.broker / n
-        chosen = []
-        for unused in range(n):
-            target = None
-            for b, used in result.brokers.items():
-                if b in chosen:
-                    continue
-                if used + share <= capacity + EPS:
-                    target = b
-                    break
-            if target is None:
-                idx = len(result.brokers)
-                target = new_broker_name(idx)
-                while target in result.brokers:
-                    idx += 1
-                    target = new_broker_name(idx)
-                result.brokers[target] = 0.0
-            result.brokers[target] += share
-            chosen.append(target)
-        result.assignments[item.name] = chosen
-        add_totals(item)
-        _record_moves(result, item, chosen)
+        else:
+            targets = _first_fit(result, item, capacity, new_broker_name)
+        result.assignments[item.name] = targets
+        _add_totals(result, item)
+        _record_moves(result, item, targets)
     return result
+
+
+def _add_totals(result, item):
+    result.totals["router"] += item.router
+    result.totals["broker"] += item.broker
+    result.totals["aggregate"] = result.totals["router"] + result.totals["broker"]
+
+
+def _first_fit(result, item, capacity, new_broker_name):
+    """The brokers of ``item``'s partitions, first fit (a new broker where
+    none has room); their used credit is updated."""
+    n = partitions_for(item.broker, item.partitions)
+    share = item.broker / n
+    chosen = []
+    for unused in range(n):
+        target = None
+        for b, used in result.brokers.items():
+            if b not in chosen and used + share <= capacity + EPS:
+                target = b
+                break
+        if target is None:
+            idx = len(result.brokers)
+            target = new_broker_name(idx)
+            while target in result.brokers:
+                idx += 1
+                target = new_broker_name(idx)
+            result.brokers[target] = 0.0
+        result.brokers[target] += share
+        chosen.append(target)
+    return chosen
 
 
 def _record_moves(result, item, chosen):

@@ -31,7 +31,7 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.errors import Cl
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import requests as _requests
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import status as _status
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.status import (
-    PHASE_ACTIVE, PHASE_CONFIGURING, PHASE_DELETED, PHASE_PENDING)
+    PHASE_ACTIVE, PHASE_CONFIGURING, PHASE_PENDING)
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import validation as _validation
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as _ent
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard.homes import placement_for
@@ -234,43 +234,15 @@ def converge_addresses(service, ledger, space, catalogue, present, absent, prune
         changed = rchanges.changed or any(ch.changed for ch in bchanges.values()) or record_changed
         if changed:
             ledger.check_writable()
-        errors = {}
         if changed and not check_mode:
-            # brokers first (a queue exists before its autoLinks attach), routers, then broker deletes
-            for b, ch in bchanges.items():
-                creates = [r for r in ch.requests if not _is_delete(r)]
-                errors.update(_artemis_apply.apply_requests(service.jolokia(b), creates))
-            errors.update(_routers.apply(session, rchanges))
-            for b, ch in bchanges.items():
-                deletes_b = [r for r in ch.requests if _is_delete(r)]
-                errors.update(_artemis_apply.apply_requests(service.jolokia(b), deletes_b))
-            ledger.addresses = dict((a["address"], a) for a in whole)
-            ledger.homes = new_homes
-            ledger.save()
-            if errors:
-                raise ServiceError(["%s" % m for k in sorted(errors) for m in _as_list(errors[k])],
-                                   {"changed": True, "changes": change_summary(rchanges, bchanges, released)})
+            _apply(service, session, ledger, rchanges, bchanges, whole, new_homes, released)
             live_routers, router_status = _wait_ready(service, session, name_s, desired)
             live_brokers = service.read_brokers(name_s) if any(ch.changed for ch in bchanges.values()) \
                 else live_brokers
     statuses = address_statuses(service, name_s, whole, homes, draining, pending, desired, live_routers,
                                 router_status, live_brokers, applied=check_mode is False)
-    wanted_names = set(a["address"] for a in present)
-    changed_names = set(_changed_addresses(rchanges, bchanges, name_s))
-    out = []
-    for a in whole:
-        n = a["address"]
-        # a Pending address is always reported: it is not there, and why
-        if n not in pending and (report == "none" or (report == "changed" and n not in changed_names)
-                                 or (report == "all" and n not in wanted_names)):
-            continue
-        view = desired_view(a, catalogue)
-        view["status"] = statuses[n]
-        out.append(view)
-    for n in absent:
-        if report == "none":
-            continue
-        out.append({"address": n, "status": {"ready": False, "phase": PHASE_DELETED, "messages": []}})
+    out = _reported(whole, present, absent, statuses, pending, set(_changed_addresses(rchanges, bchanges, name_s)),
+                    report, catalogue)
     # the router entities by name only in diff mode: 10,000 addresses are 50,000 entities (megabytes)
     result = {"changed": changed, "addresses": out,
               "changes": change_summary(rchanges, bchanges, released, names=diff_mode)}
@@ -283,6 +255,44 @@ def converge_addresses(service, ledger, space, catalogue, present, absent, prune
     if warnings:
         result["warnings"] = warnings
     return result
+
+
+def _apply(service, session, ledger, rchanges, bchanges, whole, new_homes, released):
+    """Brokers first (a queue exists before its autoLinks attach), routers,
+    then broker deletes; the ledger records the result, failures or not."""
+    errors = {}
+    for b, ch in bchanges.items():
+        creates = [r for r in ch.requests if not _is_delete(r)]
+        errors.update(_artemis_apply.apply_requests(service.jolokia(b), creates))
+    errors.update(_routers.apply(session, rchanges))
+    for b, ch in bchanges.items():
+        deletes_b = [r for r in ch.requests if _is_delete(r)]
+        errors.update(_artemis_apply.apply_requests(service.jolokia(b), deletes_b))
+    ledger.addresses = dict((a["address"], a) for a in whole)
+    ledger.homes = new_homes
+    ledger.save()
+    if errors:
+        raise ServiceError(["%s" % m for k in sorted(errors) for m in _as_list(errors[k])],
+                           {"changed": True, "changes": change_summary(rchanges, bchanges, released)})
+
+
+def _reported(whole, present, absent, statuses, pending, changed_names, report, catalogue):
+    """The addresses the result lists (``report``: all named in the task,
+    the changed ones, or none); a Pending address is always reported: it is
+    not there, and why."""
+    wanted_names = set(a["address"] for a in present)
+    out = []
+    for a in whole:
+        n = a["address"]
+        if n not in pending and (report == "none" or (report == "changed" and n not in changed_names)
+                                 or (report == "all" and n not in wanted_names)):
+            continue
+        view = desired_view(a, catalogue)
+        view["status"] = statuses[n]
+        out.append(view)
+    if report != "none":
+        out.extend({"address": n, "status": _status.deleted()} for n in absent)
+    return out
 
 
 def _as_list(v):
