@@ -233,6 +233,9 @@ def test_no_management_query_returns_a_secret(env):
         with open(os.path.join(env.base_dir, "role", r.id, "tls", "router.key")) as f:
             secrets.add(f.read().strip())
     rows = all_attributes(env)
+    leaks = [(rid, etype, row.get("name"), key) for rid, etype, row in rows for key, value in row.items()
+             if isinstance(value, str) and any(s in value for s in secrets)]
+    assert not leaks, leaks
     connectors = [(rid, row) for rid, etype, row in rows if etype.endswith(".connector") and
                   str(row.get("name", "")).startswith("enmasse/broker/")]
     assert len(connectors) == len(env.routers), connectors
@@ -240,9 +243,6 @@ def test_no_management_query_returns_a_secret(env):
         assert row["saslUsername"] == broker.router_user
         assert row["saslPassword"] == "file:" + env.password_files[broker.name], (rid, row["saslPassword"])
         assert row["connectionStatus"] == "SUCCESS", (rid, row)
-    leaks = [(rid, etype, row.get("name"), key) for rid, etype, row in rows for key, value in row.items()
-             if isinstance(value, str) and any(s in value for s in secrets)]
-    assert not leaks, leaks
 
 
 def test_the_routers_broker_user_is_not_the_admin_and_cannot_manage(env):
