@@ -266,14 +266,16 @@ def test_the_routers_broker_user_is_not_the_admin_and_cannot_manage(env):
             pass
 
 
-def test_messaging_through_the_routers_to_the_pool_broker_with_the_routers_user(env):
+def roundtrip(env, body):
+    """Send ``body`` to the queue ``orders`` of space walls through the first
+    router (it lands on the pool broker), receive it through the second."""
     from proton import Message
     ports = space_ports(env)
     first, second = env.routers[0].id, env.routers[1].id
     snd_conn = BlockingConnection("127.0.0.1:%d" % ports["walls"][first], timeout=15, user=ALICE[0],
                                   password=ALICE[1], allowed_mechs="PLAIN", allow_insecure_mechs=True)
     snd = snd_conn.create_sender("orders")
-    snd.send(Message(body="through the wall", durable=True))
+    snd.send(Message(body=body, durable=True))
     snd_conn.close()
     assert env.brokers[0].jolokia().read(
         'org.apache.activemq.artemis:broker="%s",component=addresses,address="walls/orders",subcomponent=queues,'
@@ -284,4 +286,52 @@ def test_messaging_through_the_routers_to_the_pool_broker_with_the_routers_user(
     msg = rcv.receive(timeout=15)
     rcv.accept()
     rcv_conn.close()
-    assert msg.body == "through the wall"
+    return msg.body
+
+
+def test_messaging_through_the_routers_to_the_pool_broker_with_the_routers_user(env):
+    assert roundtrip(env, "through the wall") == "through the wall"
+
+
+def connectors(env):
+    return [row for rid, etype, row in all_attributes(env)
+            if etype.endswith(".connector") and str(row.get("name", "")).startswith("enmasse/broker/")]
+
+
+def test_a_changed_router_password_converges(env):
+    """A new password of the routers' broker user: the role writes a new
+    file (and removes the old one), the converge re-creates the connectors
+    with it, they log in, and messaging goes on."""
+    import secrets as _secrets
+    import time
+    broker = env.brokers[0]
+    old_file = env.password_files[broker.name]
+    new_password = _secrets.token_hex(12)
+    users = os.path.join(broker.instance, "etc", "artemis-users.properties")
+    with open(users) as f:
+        text = f.read()
+    with open(users, "w") as f:  # re-read by the broker at the next login
+        f.write(text.replace("%s = %s" % (broker.router_user, broker.router_password),
+                             "%s = %s" % (broker.router_user, new_password)))
+    broker.router_password = new_password
+    env.write_password_files()
+    env.write_infra()
+    new_file = env.password_files[broker.name]
+    assert new_file != old_file and not os.path.exists(old_file) and os.path.exists(new_file)
+    res = run_module("address_space", dict(env.module_args(catalogue_path=env.catalogue_path,
+                                                           connection_file=env.connection_file("walls")),
+                                           name="walls", type="standard", plan="standard-unlimited"))
+    assert res.rc == 0 and res.result["changed"], res.result
+    assert new_password not in repr(res.result)
+    deadline = time.time() + 60
+    while True:
+        rows = connectors(env)
+        if all(r["saslPassword"] == "file:" + new_file and r["connectionStatus"] == "SUCCESS" for r in rows):
+            break
+        assert time.time() < deadline, rows
+        time.sleep(1)
+    again = run_module("address_space", dict(env.module_args(catalogue_path=env.catalogue_path,
+                                                             connection_file=env.connection_file("walls")),
+                                             name="walls", type="standard", plan="standard-unlimited"))
+    assert again.rc == 0 and not again.result["changed"], again.result
+    assert roundtrip(env, "after the new password") == "after the new password"
