@@ -203,6 +203,16 @@ def test_every_port_of_every_router_refuses_clients_without_or_with_wrong_creden
         assert seen == {"management", "inter-router", "walls", "open (no authentication by design)"}, (r.id, found)
 
 
+def test_the_mesh_links_are_tls_with_sasl_external(env):
+    with env.session() as s:
+        replies = s.query_many([(r.id, QDR + "connection", []) for r in env.routers])
+    for r, (rows, failed) in zip(env.routers, replies):
+        assert failed is None, failed
+        mesh = [c for c in rows if str(c.get("role", "")).startswith("inter-router")]
+        assert len(mesh) == len(env.routers) - 1, (r.id, mesh)
+        assert all(c["isEncrypted"] and c["sasl"] == "EXTERNAL" and c["isAuthenticated"] for c in mesh), mesh
+
+
 def test_the_mesh_ca_key_and_router_keys_stay_private(env):
     role_dir = os.path.join(env.base_dir, "role")
     ca_dir = os.path.join(role_dir, "credentials", "router-mesh-routers")
