@@ -172,4 +172,3 @@ def owned(name, space=None):
     if space is None:
         return name.startswith(PREFIX)
     return name.startswith(space_prefix(space))
-
