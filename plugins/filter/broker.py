@@ -200,6 +200,9 @@ def broker_layout(address_spaces, ports, port_offset_step=100, instances_dir="/v
             "endpoints": [{"name": proto, "host": endpoint_host, "port": space_ports[proto], "protocols": [proto]}
                           for proto in PROTOCOLS],
         })
+        if out[-1]["type"] == "pool":
+            # the user the routers' connectors log in with (role broker_router_role)
+            out[-1].update(router_user=name + "-router", router_password_file="%s/%s-router" % (credentials_dir, name))
     return out
 
 

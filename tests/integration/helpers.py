@@ -64,6 +64,7 @@ CACHE_DIR = os.environ.get("ENMASSE_TEST_CACHE") or os.path.join(
 # roles/broker's broker_messaging_role and broker_management_role (defaults)
 MESSAGING_ROLE = "messaging"
 MANAGEMENT_ROLE = "manage"
+ROUTER_ROLE = "router"  # the broker role's broker_router_role
 ROLE_DIR = os.path.join(REPO, "roles", "broker")
 DEFAULT_PLAN = "brokered-single-broker"
 
@@ -196,6 +197,8 @@ class ArtemisBroker(object):
         self.management_password = secrets.token_hex(12)
         self.messaging_user = "app"
         self.messaging_password = secrets.token_hex(12)
+        self.router_user = "standard-pool-router"
+        self.router_password = secrets.token_hex(12)
         self.proc = None
         self.log_path = os.path.join(base_dir, "artemis.log")
         self.baseline_addresses = set()
@@ -221,7 +224,7 @@ class ArtemisBroker(object):
         return "amqp://%s:%s@127.0.0.1:%d" % (user, password, self.amqp_port)
 
     # --------------------------------------------------------------- create
-    def create(self, role_vars=None):
+    def create(self, role_vars=None, space_type="brokered"):
         """``artemis create`` makes the instance (as roles/broker does), then
         etc/broker.xml is the role's own template rendered by Ansible with the
         role's defaults (``render_role_broker_xml``): the tests run the
@@ -239,11 +242,15 @@ class ArtemisBroker(object):
         cmd.append(self.instance)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
         etc = os.path.join(self.instance, "etc")
-        self.render_broker_xml(role_vars)
+        self.render_broker_xml(role_vars, space_type)
         with open(os.path.join(etc, "artemis-users.properties"), "a") as f:
             f.write("\n%s = %s\n" % (self.messaging_user, self.messaging_password))
+            if space_type == "pool":  # the routers' user of the standard pool (role broker_router_role)
+                f.write("%s = %s\n" % (self.router_user, self.router_password))
         with open(os.path.join(etc, "artemis-roles.properties"), "a") as f:
             f.write("\n%s = %s\n" % (MESSAGING_ROLE, self.messaging_user))
+            if space_type == "pool":
+                f.write("%s = %s\n" % (ROUTER_ROLE, self.router_user))
         with open(os.path.join(etc, "jolokia-access.xml"), "w") as f:
             f.write('<?xml version="1.0" encoding="utf-8"?>\n<restrict>\n  <cors>\n'
                     '    <allow-origin>http://localhost</allow-origin>\n'
@@ -258,10 +265,11 @@ class ArtemisBroker(object):
         return {"amqp": self.amqp_port, "core": self.core_port, "openwire": self.openwire_port,
                 "stomp": self.stomp_port, "mqtt": self.mqtt_port, "jolokia": self.http_port}
 
-    def render_broker_xml(self, role_vars=None):
+    def render_broker_xml(self, role_vars=None, space_type="brokered"):
         """Write etc/broker.xml from roles/broker/templates/broker.xml.j2."""
         render_role_broker_xml(os.path.join(self.instance, "etc", "broker.xml"), self.name, self.ports,
-                               role_vars=role_vars, schema=os.path.join(artemis_home(), "schema", "artemis-server.xsd"))
+                               role_vars=role_vars, schema=os.path.join(artemis_home(), "schema", "artemis-server.xsd"),
+                               space_type=space_type)
 
     # ------------------------------------------------------------ lifecycle
     def start(self, timeout=120):
@@ -562,14 +570,14 @@ def run_playbook(tasks, extra_vars=None, check=False, diff=False, timeout=900):
 
 # ------------------------------------------------------------ role configuration
 
-def render_role_broker_xml(dest, broker_name, ports, space="itest", role_vars=None, schema=None):
+def render_role_broker_xml(dest, broker_name, ports, space="itest", role_vars=None, schema=None, space_type="brokered"):
     """Render roles/broker/templates/broker.xml.j2 to ``dest`` the way the role
     does: ansible-playbook includes the role's layout (tasks_from: layout, with
     the role's defaults and the enmasse.messaging.broker_layout filter) for one
     space on ``ports`` and runs the template task with ``__space`` set, then
     validates the result against Artemis' schema. ``role_vars`` override role
     variables (extra vars)."""
-    extra = {"broker_address_spaces": [{"name": space, "type": "brokered", "plan": DEFAULT_PLAN,
+    extra = {"broker_address_spaces": [{"name": space, "type": space_type, "plan": DEFAULT_PLAN,
                                         "broker_name": broker_name, "port_offset": 0}],
              "broker_ports": dict(ports), "broker_bind_address": "127.0.0.1",
              "broker_credentials_dir": os.path.join(os.path.dirname(dest), "credentials")}

@@ -51,6 +51,7 @@ class Router(object):
         self.dir = os.path.join(env.base_dir, self.id)
         os.makedirs(self.dir, exist_ok=True)
         self.proc = None
+        self.conf_file = None  # a qdrouterd.conf the router role rendered (StandardEnv role_routers)
 
     def config(self):
         ents = [["router", {"mode": "interior", "id": self.id}],
@@ -66,9 +67,10 @@ class Router(object):
         return ents
 
     def start(self):
-        path = os.path.join(self.dir, "qdrouterd.json")
-        with open(path, "w") as f:
-            json.dump(self.config(), f)
+        path = self.conf_file or os.path.join(self.dir, "qdrouterd.json")
+        if not self.conf_file:
+            with open(path, "w") as f:
+                json.dump(self.config(), f)
         log = open(os.path.join(self.dir, "qdrouterd.log"), "a")
         self.proc = subprocess.Popen([os.path.join(self.env.prefix, "sbin", "qdrouterd"), "-c", path],
                                      env=router_env(self.env.prefix), stdout=log, stderr=subprocess.STDOUT)
@@ -141,11 +143,17 @@ class AuthService(object):
 
 
 class StandardEnv(object):
-    """N routers (full mesh) + M Artemis brokers + the auth service + the infrastructure file."""
+    """N routers (full mesh) + M Artemis brokers (the standard pool: broker.xml
+    of the role's instance type ``pool``, with its routers' user) + the auth
+    service + the infrastructure file. ``role_routers``: the routers run the
+    configuration the router role renders (role_routers.py: inter-router
+    mutual TLS, the broker password files), else a plain test mesh."""
 
-    def __init__(self, base_dir, prefix, routers=3, brokers=2):
+    def __init__(self, base_dir, prefix, routers=3, brokers=2, role_routers=False):
         self.base_dir = base_dir
         self.prefix = prefix
+        self.role_routers = role_routers
+        self.password_files = {}
         self.routers = []
         for i in range(routers):
             self.routers.append(Router(self, i))
@@ -163,20 +171,42 @@ class StandardEnv(object):
     def start(self):
         self.auth_service.start()
         for b in self.brokers:
-            b.create()
+            b.create(space_type="pool")
             b.start()
+        self.write_password_files()
         for r in self.routers:
             r.start()
         self.wait_mesh()
         self.write_infra()
         return self
 
+    def write_password_files(self):
+        """The routers' broker passwords in files (the connectors name them):
+        by the router role when ``role_routers``, else here (0600)."""
+        creds = [{"name": b.name, "password": b.router_password} for b in self.brokers]
+        if self.role_routers:
+            import role_routers
+            rendered, unused = role_routers.render(
+                os.path.join(self.base_dir, "role"), [{"id": r.id, "management_port": r.management_port,
+                                                      "inter_router_port": r.inter_router_port} for r in self.routers],
+                creds)
+            for r in self.routers:
+                r.conf_file = rendered[r.id]["conf"]
+            self.password_files = rendered[self.routers[0].id]["password_files"]
+            return
+        os.makedirs(os.path.join(self.base_dir, "brokers"), exist_ok=True)
+        for c in creds:
+            path = os.path.join(self.base_dir, "brokers", "%s.password" % c["name"])
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+                f.write(c["password"])
+            self.password_files[c["name"]] = path
+
     def write_infra(self):
         data = {
             "management_url": self.routers[0].management_url,
             "routers": [{"id": r.id, "host": "127.0.0.1", "port_offset": 100 * r.index} for r in self.routers],
             "brokers": [{"name": b.name, "host": "127.0.0.1", "amqp_port": b.amqp_port,
-                         "user": b.management_user, "password": b.management_password,
+                         "user": b.router_user, "password_file": self.password_files[b.name],
                          "management_url": b.management_url, "management_user": b.management_user,
                          "management_password": b.management_password, "broker_name": b.name}
                         for b in self.brokers],

@@ -9,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.enmasse.messaging.plugins.filter import broker as fb
 from ansible_collections.enmasse.messaging.plugins.filter import model as fm
+from ansible_collections.enmasse.messaging.plugins.filter import router as fr
 
 pytestmark = pytest.mark.unit
 
@@ -26,6 +27,40 @@ def _space(name="demo", **kw):
 def test_filter_modules_export_the_documented_filters():
     assert set(fb.FilterModule().filters()) == {"artemis_password_hash", "broker_placement", "broker_layout"}
     assert set(fm.FilterModule().filters()) == {"space_name_errors", "address_spaces_errors"}
+    assert set(fr.FilterModule().filters()) == {"router_secret_files"}
+
+
+# ------------------------------------------------------------ router_secret_files
+def test_router_secret_files_name_a_file_per_broker_that_changes_with_the_password():
+    creds = [{"name": "b1", "password": "pw-one"}, {"name": "b2", "password": "pw-two"}]
+    files = fr.router_secret_files(creds, "/etc/qpid-dispatch/brokers")
+    assert sorted(files) == ["b1", "b2"]
+    assert all(p.startswith("/etc/qpid-dispatch/brokers/%s-" % n) and p.endswith(".password") for n, p in files.items())
+    assert fr.router_secret_files(creds, "/etc/qpid-dispatch/brokers") == files  # deterministic
+    rotated = fr.router_secret_files([{"name": "b1", "password": "pw-new"}], "/etc/qpid-dispatch/brokers")
+    assert rotated["b1"] != files["b1"]
+    assert not any("pw-" in p for p in files.values())
+
+
+def test_router_secret_files_refuse_bad_entries_without_showing_passwords():
+    with pytest.raises(AnsibleFilterError) as e:
+        fr.router_secret_files([{"name": "../x", "password": "sekrit1"}, {"name": "b2", "password": ""},
+                                {"name": "b3", "password": "sekrit3"}, {"name": "b3", "password": "sekrit3"}],
+                               "/d")
+    msg = str(e.value)
+    assert "router_broker_credentials[0].name: '../x' must be letters" in msg
+    assert "router_broker_credentials[1](b2).password: must be a non-empty string" in msg
+    assert "router_broker_credentials[3].name: 'b3' is given twice" in msg
+    assert "sekrit" not in msg
+    with pytest.raises(AnsibleFilterError):
+        fr.router_secret_files([], "relative")
+
+
+def test_layout_gives_the_pool_instance_a_router_user_only():
+    out = fb.broker_layout([_space("demo"), {"name": "standard-pool", "type": "pool"}], PORTS, credentials_dir="/c")
+    assert "router_user" not in out[0]
+    assert out[1]["router_user"] == "standard-pool-router"
+    assert out[1]["router_password_file"] == "/c/standard-pool-router"
 
 
 # ------------------------------------------------------------ artemis_password_hash

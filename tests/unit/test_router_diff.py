@@ -11,7 +11,7 @@ PLUGIN = {"type": "authServicePlugin", "host": "127.0.0.1", "port": "5671", "rea
 VHOST = {"type": "vhost", "hostname": "s1", "allowUnknownUser": True,
          "groups": {"$default": {"users": "*", "sources": "*", "targets": "*"}}}
 CONNECTOR = {"type": "connector", "host": "127.0.0.1", "port": "5673", "role": "route-container",
-             "saslUsername": "u", "saslPassword": "secret"}
+             "saslUsername": "u", "saslPassword": "file:/etc/qpid-dispatch/brokers/b0-0123.password"}
 ADDRESS = {"type": "address", "prefix": "s1/q", "distribution": "balanced", "waypoint": True}
 AUTOLINK = {"type": "autoLink", "address": "s1/q", "direction": "out", "connection": "enmasse/broker/b0"}
 LINKROUTE = {"type": "linkRoute", "prefix": "s1/t", "direction": "in", "connection": "enmasse/broker/b0"}
@@ -25,12 +25,11 @@ def space():
 
 def as_live(entities):
     """What the reader returns for entities created from ``entities``: the
-    router's view (defaults filled in, ports as strings, secrets hidden)."""
+    router's view (defaults filled in, ports as strings, the password file named)."""
     out = {}
     for name, e in entities.items():
         filled = dict((k, v) for k, v in reader.defaults(e["type"], e).items() if v is not None)
         filled.update(e)
-        filled.pop("saslPassword", None)
         out[name] = dict(reader.normalise(e["type"], filled), type=e["type"])
     return out
 
@@ -115,11 +114,29 @@ def test_phases_group_changes_across_routers():
     assert sorted(c.router for c in phases[5]) == ["R1", "R2"]
 
 
-def test_secrets_are_sent_on_create_but_never_shown_in_the_diff():
-    changes = diff.plan_changes({"R1": {"enmasse/broker/b0": dict(CONNECTOR)}}, {})
-    (create,) = list(changes)
-    assert create.attributes["saslPassword"] == "secret"
-    assert "secret" not in repr(changes.diff())
+def test_a_literal_password_is_never_shown_and_never_kept():
+    """qdrouterd 1.19 returns a literal saslPassword on QUERY: read from a
+    router it is replaced at once, it never shows in a diff, and the connector
+    is re-created with the password file."""
+    literal = dict(CONNECTOR, saslPassword="hunter2-admin")
+    live = {"R1": {"enmasse/broker/b0": dict(reader.normalise("connector", literal), type="connector")}}
+    assert live["R1"]["enmasse/broker/b0"]["saslPassword"] == reader.LITERAL_SECRET
+    changes = diff.plan_changes({"R1": {"enmasse/broker/b0": dict(CONNECTOR)}}, live)
+    assert [(c.op, c.kind) for c in changes] == [("delete", "connector"), ("create", "connector")]
+    assert "hunter2" not in repr(changes.diff()) and "hunter2" not in repr(changes.summary())
+    create = [c for c in changes if c.op == "create"][0]
+    assert create.attributes["saslPassword"] == CONNECTOR["saslPassword"]
+    # a literal in the desired state (never made by the collection) is not shown either
+    shown = diff.plan_changes({"R1": {"enmasse/broker/b0": literal}}, {}).diff()
+    assert "hunter2" not in repr(shown)
+
+
+def test_a_changed_password_file_re_creates_the_connector():
+    live = {"R1": as_live({"enmasse/broker/b0": CONNECTOR})}
+    assert not diff.plan_changes({"R1": {"enmasse/broker/b0": dict(CONNECTOR)}}, live).changed
+    rotated = dict(CONNECTOR, saslPassword="file:/etc/qpid-dispatch/brokers/b0-4567.password")
+    changes = diff.plan_changes({"R1": {"enmasse/broker/b0": rotated}}, live)
+    assert [(c.op, c.kind) for c in changes] == [("delete", "connector"), ("create", "connector")]
 
 
 def test_normalise_drops_defaults_and_unknown_attributes_and_plain_values():

@@ -9,10 +9,10 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.standard import 
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as infra_mod
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as svc
 
-BROKERS = [{"name": "b1", "host": "h1", "amqp_port": 5672, "user": "u", "password": "secret",
+BROKERS = [{"name": "b1", "host": "h1", "amqp_port": 5672, "user": "u", "password_file": "/etc/q/brokers/b1-x.password",
             "management_url": "http://h1:8161/console/jolokia", "management_user": "m",
             "management_password": "mp", "broker_name": "b1"},
-           dict(name="b2", host="h2", amqp_port=5672, user="u", password="secret",
+           dict(name="b2", host="h2", amqp_port=5672, user="u", password_file="/etc/q/brokers/b2-x.password",
                 management_url="http://h2:8161/console/jolokia", management_user="m", management_password="mp",
                 broker_name="b2")]
 
@@ -70,10 +70,22 @@ def test_broker_side_names_carry_the_space():
     assert (b["address"], b["deadletter"], b["expiry"]) == ("s/q", "s/dlq", "s/exp")
 
 
-def test_secrets_never_in_views():
+def test_connectors_name_the_password_file_never_the_password():
     c = ent.connector_entities(BROKERS)
-    assert c["enmasse/broker/b1"]["saslPassword"] == "secret"
-    assert ent.secret_free(c["enmasse/broker/b1"])["saslPassword"] == "********"
+    assert c["enmasse/broker/b1"]["saslPassword"] == "file:/etc/q/brokers/b1-x.password"
+    assert c["enmasse/broker/b1"]["saslUsername"] == "u"
+
+
+def test_infra_refuses_a_literal_connector_password(tmp_path):
+    """qdrouterd returns a literal saslPassword on every QUERY: the infrastructure
+    file may only name a file on the router hosts."""
+    literal = [dict(BROKERS[0], password="secret"), dict(BROKERS[1], password_file="relative/b2")]
+    with pytest.raises(ConfigError) as e:
+        infra(tmp_path, brokers=literal)
+    text = " ".join(e.value.errors)
+    assert "brokers[0] (b1): password: a literal password would be returned in clear" in text, text
+    assert "brokers[1] (b2): password_file: 'relative/b2' must be an absolute path" in text, text
+    assert "secret" not in text.replace("secret attribute", "")
 
 
 def test_entity_names_lead_back_to_their_address():
@@ -96,7 +108,7 @@ def test_infra_file_errors_name_the_key(tmp_path):
 
 
 def test_secrets_of_the_infrastructure(tmp_path):
-    assert set(infra_mod.infra_secrets(infra(tmp_path))) == {"secret", "mp"}
+    assert set(infra_mod.infra_secrets(infra(tmp_path))) == {"mp"}
 
 
 def test_listener_ports_per_router_and_ports_allocated_once(tmp_path):

@@ -50,8 +50,17 @@ ATTRIBUTES = {
     "autoLink": {"address": None, "direction": None, "phase": 0, "connection": None, "containerId": None,
                  "externalAddress": None, "fallback": False},
 }
-# attributes the router never returns (secrets): sent on CREATE, never compared
-WRITE_ONLY = {"connector": ("saslPassword",)}
+# attributes that may hold a secret. qdrouterd 1.19 returns every attribute on
+# QUERY as it was given on CREATE, a literal password in clear. The collection
+# gives only a reference ("file:<path>": the router reads the file when it makes
+# the connector) and compares it like any attribute, so a new path (a changed
+# password, see the router role) re-creates the connector. A literal value read
+# from a router (a connector made by hand or by an older version) becomes
+# LITERAL_SECRET here, at once: it never reaches a diff, a result or a log, and
+# it differs from every reference, so the entity is re-created with one.
+SECRET_ATTRIBUTES = {"connector": ("saslPassword",)}
+SECRET_REFERENCES = ("file:", "env:")
+LITERAL_SECRET = "<a literal password, not shown>"
 # attributes holding a port: the router keeps them as strings
 PORTS = ("port",)
 STATUS_ATTRIBUTES = {
@@ -106,10 +115,19 @@ _WAYPOINT_ADDRESS = dict(ATTRIBUTES["address"], egressPhase=1)
 _AUTOLINK_IN = dict(ATTRIBUTES["autoLink"], phase=1)
 
 
-def normalise(kind, attrs, compare=True):
+def secret_reference(value):
+    """A secret attribute's value as it may be shown: a reference
+    (``file:<path>``, ``env:<name>``) as it is, anything else
+    ``LITERAL_SECRET``."""
+    if isinstance(value, str) and value.startswith(SECRET_REFERENCES):
+        return value
+    return LITERAL_SECRET
+
+
+def normalise(kind, attrs):
     """The attributes of an entity of ``kind`` as the collection compares
     them: only those it sets, plain values, ports as strings, unset and
-    default values dropped. ``compare``: also drop the write-only ones."""
+    default values dropped, literal secrets replaced (``secret_reference``)."""
     known = defaults(kind, attrs)
     out = {}
     for key, default in known.items():
@@ -120,8 +138,8 @@ def normalise(kind, attrs, compare=True):
             value = str(value)
             if value == default:
                 continue
-        if compare and key in WRITE_ONLY.get(kind, ()):
-            continue
+        if key in SECRET_ATTRIBUTES.get(kind, ()):
+            value = secret_reference(value)
         out[key] = value
     return out
 
@@ -156,7 +174,7 @@ def read_owned(session, routers, kinds=None, check=True, page=READ_PAGE):
     queries, keys = [], []
     for router in routers:
         for kind in kinds:
-            names = ["name"] + [a for a in ATTRIBUTES[kind] if a not in WRITE_ONLY.get(kind, ())]
+            names = ["name"] + list(ATTRIBUTES[kind])
             queries.append((router, entity_type(kind), names + list(STATUS_ATTRIBUTES.get(kind, ()))))
             keys.append((router, kind))
     results = session.query_many(queries, page=page)

@@ -103,17 +103,17 @@ def space_entities(space, port, auth, bind_host="0.0.0.0", max_connections=None,
 
 def connector_entities(brokers):
     """A route-container connector from every router to every pool broker.
-    ``brokers``: [{name, host, amqp_port, user, password}]."""
+    ``brokers``: [{name, host, amqp_port, user, password_file}]. The password
+    is named, never given: ``saslPassword: file:<password_file>`` (a file on
+    every router host, written by the router role), so that no management
+    QUERY returns it (qdrouterd returns a literal saslPassword in clear)."""
     out = {}
     for b in brokers:
         attrs = {"host": b["host"], "port": str(b["amqp_port"]), "role": "route-container"}
         if b.get("user"):
-            attrs.update(saslUsername=b["user"], saslPassword=b.get("password") or "", saslMechanisms="PLAIN")
+            attrs.update(saslUsername=b["user"], saslPassword="file:" + b["password_file"], saslMechanisms="PLAIN")
         out[connector_name(b["name"])] = entity(CONNECTOR, **attrs)
     return out
-
-
-SECRET_ATTRIBUTES = ("saslPassword",)
 
 
 def address_entities(space, address, homes=(), draining=(), topic_homes=()):
@@ -172,8 +172,3 @@ def owned(name, space=None):
     if space is None:
         return name.startswith(PREFIX)
     return name.startswith(space_prefix(space))
-
-
-def secret_free(ent):
-    """An entity without its secrets (for diffs and results)."""
-    return dict((k, ("********" if k in SECRET_ATTRIBUTES else v)) for k, v in ent.items())

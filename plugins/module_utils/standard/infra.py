@@ -48,6 +48,10 @@ def load_infra(path):
         missing = [k for k in BROKER_KEYS if not isinstance(b, dict) or b.get(k) in (None, "")]
         if missing:
             errs.append("%s: brokers[%d] lacks %s" % (path, i, ", ".join(missing)))
+            continue
+        why = connector_secret_errors(b)
+        if why:
+            errs.append("%s: brokers[%d] (%s): %s" % (path, i, b.get("name"), why))
     for i, r in enumerate(data.get("routers") or []):
         if not isinstance(r, dict) or not r.get("id"):
             errs.append("%s: routers[%d] needs an id" % (path, i))
@@ -64,6 +68,24 @@ def load_infra(path):
     out.setdefault("bind_host", "0.0.0.0")
     out.setdefault("timeout", 60)
     return out
+
+
+def connector_secret_errors(broker):
+    """Why the routers' connector to ``broker`` cannot be made without putting
+    a secret where a router management QUERY returns it ("" when it can): a
+    user needs ``password_file`` (an absolute path on every router host) and
+    no literal ``password``."""
+    if broker.get("password") not in (None, ""):
+        return ("password: a literal password would be returned in clear by every management QUERY of the "
+                "routers; give password_file, a file on every router host (the router role writes it from "
+                "router_broker_credentials)")
+    if not broker.get("user"):
+        return ""
+    pfile = broker.get("password_file")
+    if not isinstance(pfile, str) or not pfile.startswith("/"):
+        return "password_file: %r must be an absolute path on every router host (user %r needs it)" % (
+            pfile, broker.get("user"))
+    return ""
 
 
 def infra_secrets(infra):
