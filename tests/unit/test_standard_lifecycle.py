@@ -19,7 +19,7 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.standard import 
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import backend as standard_backend
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as svc
 
-BROKER = {"name": "b1", "host": "h1", "amqp_port": 5672, "user": "u", "password": "secret",
+BROKER = {"name": "b1", "host": "h1", "amqp_port": 5672, "user": "u", "password_file": "/etc/qpid-dispatch/brokers/b1.password",
           "management_url": "http://h1:8161/console/jolokia", "management_user": "m",
           "management_password": "mp", "broker_name": "b1"}
 
