@@ -21,18 +21,11 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
-from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import fmt, space_name_errors, username_errors
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import (
+    fmt, messaging_user, space_name_errors, username_errors)
 
 SPACE_KEYS = ("address_space", "users", "messaging_user")
 USER_KEYS = ("username", "password", "authorization")
-MESSAGING_USER_SUFFIX = "-user"
-
-
-def messaging_user(space):
-    """The generated messaging user of a space (the broker role's name for it)."""
-    return space + MESSAGING_USER_SUFFIX
-
-
 def auth_service_users_errors(spaces, field="auth_service_address_spaces"):
     """Every error in the list of spaces and their users, as messages."""
     if spaces is None:

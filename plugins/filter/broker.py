@@ -21,7 +21,7 @@ import hashlib
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_bytes
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import fmt, space_name_errors
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import fmt, messaging_user, space_name_errors
 
 PROTOCOLS = ("amqp", "core", "openwire", "stomp", "mqtt")
 PORT_NAMES = PROTOCOLS + ("jolokia",)
@@ -192,7 +192,7 @@ def broker_layout(address_spaces, ports, port_offset_step=100, instances_dir="/v
             "ports": space_ports,
             "java_memory": space.get("java_memory") or java_memory,
             "global_max_size": space.get("global_max_size") or global_max_size,
-            "messaging_user": name + "-user",
+            "messaging_user": messaging_user(name),
             "management_user": name + "-admin",
             "messaging_password_file": "%s/%s-messaging" % (credentials_dir, name),
             "management_password_file": "%s/%s-management" % (credentials_dir, name),

@@ -10,8 +10,7 @@ __metaclass__ = type
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import ledger as _ledger
 from ansible_collections.enmasse.messaging.plugins.module_utils.metrics.collect import broker_connections, settings
-
-BROKER_HELD = ("queue", "topic", "subscription", "deadletter")
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.validation import STORED_TYPES
 
 
 def planner_model(params):
@@ -47,7 +46,7 @@ def planner_model(params):
         space["addresses"] = addresses
         spaces.append(space)
         node = conn.get("broker_name") or name
-        held = dict((a["address"], [node]) for a in addresses if a.get("type") in BROKER_HELD)
+        held = dict((a["address"], [node]) for a in addresses if a.get("type") in STORED_TYPES)
         if held:
             placement[name] = held
     return {"infra": p["infra"], "address_spaces": spaces, "current_placement": placement}, problems

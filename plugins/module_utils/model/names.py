@@ -114,3 +114,12 @@ def username_errors(username, field="username"):
         return ["%s: %s must match %s (lowercase letters and digits, with _ @ . : - "
                 "inside)" % (field, _fmt(username), USERNAME_RE.pattern)]
     return []
+
+
+# the generated messaging user of an address space (broker role, auth service)
+MESSAGING_USER_SUFFIX = "-user"
+
+
+def messaging_user(space):
+    """The name of the messaging user the collection generates for ``space``."""
+    return space + MESSAGING_USER_SUFFIX
