@@ -100,8 +100,17 @@ ADDRESS_CASES = [
     Case("unsupported-option-typo", "address", q("new-q", dead_letter="dlq"), "dead_letter", None,
          "Unsupported parameters"),
     Case("subscription-with-own-settings", "address",
-         sub("new-sub", topic="events", message_ttl={"maximum": 1000}), "message_ttl", "1000",
-         "not supported on a subscription"),
+         sub("new-sub", topic="events", message_redelivery={"redelivery_delay": 1000}), "message_redelivery",
+         "1000", "not supported on a subscription"),
+    # EnMasse: a TTL restriction applies to queue and topic only
+    Case("subscription-with-ttl", "address", sub("new-sub", topic="events", message_ttl={"maximum": 1000}),
+         "message_ttl", "1000", "is only allowed on queue, topic addresses"),
+    Case("deadletter-with-ttl", "address",
+         {"address": "new-dlq", "type": "deadletter", "plan": "brokered-deadletter", "message_ttl": {"maximum": 1000}},
+         "message_ttl", "1000", "is only allowed on queue, topic addresses"),
+    Case("deadletter-with-ttl-bulk", "address", {"addresses": [
+         {"address": "new-dlq", "type": "deadletter", "plan": "brokered-deadletter", "message_ttl": {"maximum": 1000}}]},
+         "addresses[0](new-dlq).message_ttl", "1000", "is only allowed on queue, topic addresses"),
 ]
 
 

@@ -251,8 +251,10 @@ def test_messages_held_names_address_and_count():
 def test_refusals_specific_to_brokered_spaces():
     errs = artemis_diff.subscription_setting_errors([
         q("fine", message_ttl={"maximum": 1}),
-        {"address": "s", "type": "subscription", "topic": "t", "message_ttl": {"maximum": 1000}}])
-    assert len(errs) == 1 and "addresses[1](s).message_ttl" in errs[0] and "1000" in errs[0]
+        {"address": "s", "type": "subscription", "topic": "t", "message_redelivery": {"redelivery_delay": 1000},
+         "message_ttl": {"maximum": 1000}}])
+    # message_ttl on a subscription: the model's rule (validation.TTL_TYPES), one message
+    assert len(errs) == 1 and "addresses[1](s).message_redelivery" in errs[0] and "1000" in errs[0]
     owned = {"t": {"address": "t", "type": "topic"},
              "s": {"address": "s", "type": "subscription", "topic": "t"}}
     assert "owned subscription(s) s" in artemis_diff.orphan_subscription_errors(["t"], owned)[0]

@@ -356,9 +356,26 @@ def test_address_deadletter_without_attempts_gets_ten_as_in_enmasse():
 
 def test_address_subscription_has_no_settings_of_its_own():
     sub = one_address(address_doc(name="shop.s1", address="s1", type="subscription", plan="brokered-subscription",
-                                  topic="events", messageTtl={"maximum": 1000}))
+                                  topic="events", messageRedelivery={"redeliveryDelay": 1000}))
     errs = artemis_diff.subscription_setting_errors([sub])
     assert "is not supported on a subscription in a brokered address space" in joined(errs)
+    # messageTtl: queue and topic only (EnMasse), the model's rule
+    sub = one_address(address_doc(name="shop.s1", address="s1", type="subscription", plan="brokered-subscription",
+                                  topic="events", messageTtl={"maximum": 1000}))
+    space = {"name": "shop", "type": "brokered", "plan": "brokered-single-broker"}
+    topic = {"address": "events", "type": "topic", "plan": "brokered-topic"}
+    errs = validation.validate_addresses(space, [topic, sub], CAT)
+    assert "is only allowed on queue, topic addresses" in joined(errs)
+
+
+def test_address_spec_messageTtl_on_queue_and_topic_only():
+    """EnMasse's docs: messageTtl "applies to address types queue and topic
+    only"; a deadletter with messageTtl is refused."""
+    space = {"name": "shop", "type": "brokered", "plan": "brokered-single-broker"}
+    dlq = one_address(address_doc(name="shop.dlq", address="dlq", type="deadletter", plan="brokered-deadletter",
+                                  messageTtl={"maximum": 1000}))
+    errs = validation.validate_addresses(space, [dlq], CAT)
+    assert errs == ["addresses[0](dlq).message_ttl: {'maximum': 1000} is only allowed on queue, topic addresses"]
 
 
 def test_address_spec_forwarders():

@@ -422,3 +422,33 @@ def test_single_form_mapping_gets_the_bulk_forms_message(field, value):
         params(addresses=[dict(fields, **{field: value})]), "demo")
     assert single and single == [e.replace("addresses[0].", "", 1) for e in bulk], (single, bulk)
     assert all(e.startswith(field) for e in single), single
+
+
+# ------------------------------------------------ message_ttl: queue and topic
+
+TTL_SPACES = [("brokered", "brokered-single-broker", "brokered-"), ("standard", "standard-small", "standard-small-")]
+
+
+@pytest.mark.parametrize("stype,splan,prefix", TTL_SPACES, ids=["brokered", "standard"])
+def test_message_ttl_is_for_queues_and_topics_only(stype, splan, prefix):
+    """EnMasse: a TTL restriction "applies to address types queue and topic
+    only": a deadletter (or subscription) with message_ttl is refused, in the
+    single and the bulk form, in brokered and standard spaces alike."""
+    space = {"name": "demo", "type": stype, "plan": splan}
+    dl_plan = "brokered-deadletter" if stype == "brokered" else "standard-deadletter"
+    ttl = {"maximum": 60000}
+    topic = {"address": "t", "type": "topic", "plan": prefix + "topic"}
+    rule = "message_ttl: {'maximum': 60000} is only allowed on queue, topic addresses"
+    for form in ("single", "bulk"):
+        dlq = {"address": "dlq", "type": "deadletter", "plan": dl_plan, "message_ttl": ttl}
+        sub = {"address": "s", "type": "subscription", "plan": prefix + "subscription", "topic": "t",
+               "message_ttl": ttl}
+        for bad in (dlq, sub):
+            p = params(**bad) if form == "single" else params(addresses=[bad])
+            present, unused, errs, positions = model_inputs.address_inputs(p, "demo")
+            assert not errs, errs
+            errs = model_validation.validate_addresses(space, present + [topic], CAT, positions=positions + ["t"])
+            assert any(rule in e for e in errs), (form, bad["type"], errs)
+    good = [dict(topic, message_ttl=ttl), {"address": "q", "type": "queue", "plan": prefix + "queue",
+                                           "message_ttl": ttl}]
+    assert model_validation.validate_addresses(space, good, CAT) == []
