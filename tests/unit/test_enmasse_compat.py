@@ -423,6 +423,62 @@ def test_address_list_items_checked():
     assert "definition.itemz: unknown field" in joined(read_address(dict(lst, itemz=[]))[1])
 
 
+# EnMasse's own example, verbatim (EnMasseProject/enmasse,
+# documentation/common/standard-addresses.yaml): the items carry no apiVersion
+# and no kind
+ENMASSE_ADDRESS_LIST_EXAMPLE = """\
+apiVersion: enmasse.io/v1beta1
+kind: AddressList
+items:
+- metadata:
+    name: myspace.anycast1
+  spec:
+    address: anycast1
+    type: anycast
+    plan: standard-small-anycast
+- metadata:
+    name: myspace.multicast1
+  spec:
+    address: multicast1
+    type: multicast
+    plan: standard-small-multicast
+- metadata:
+    name: myspace.queue1
+  spec:
+    address: queue1
+    type: queue
+    plan: standard-small-queue
+- metadata:
+    name: myspace.topic1
+  spec:
+    address: topic1
+    type: topic
+    plan: standard-small-topic
+"""
+
+
+def test_address_list_enmasse_example_items_without_kind(tmp_path):
+    """EnMasse's AddressList example is accepted in every form (definition,
+    an item of addresses, a src file read by the action plugin), its items
+    taking kind Address and the list's apiVersion, and passes the rules for a
+    standard space; an item's own wrong kind is still refused."""
+    import yaml
+    from ansible_collections.enmasse.messaging.plugins.action.address import load_addresses
+    src = tmp_path / "addresses.yml"
+    src.write_text(ENMASSE_ADDRESS_LIST_EXAMPLE)
+    lst = yaml.safe_load(ENMASSE_ADDRESS_LIST_EXAMPLE)
+    space = {"name": "myspace", "type": "standard", "plan": "standard-small"}
+    for params in ({"definition": lst}, {"addresses": [lst]}, {"addresses": load_addresses(str(src))}):
+        present, unused, errs, positions = inputs.address_inputs(params, "myspace")
+        assert errs == [], (params, errs)
+        assert [a["address"] for a in present] == ["anycast1", "multicast1", "queue1", "topic1"]
+        assert validation.validate_addresses(space, present, CAT, positions=positions) == []
+    bad = dict(lst, items=[dict(lst["items"][0], kind="Queue")])
+    errs = inputs.address_inputs({"definition": bad}, "myspace")[2]
+    assert errs == ["definition.items[0].kind: 'Queue' is not accepted here: this module takes an EnMasse "
+                    "Address (enmasse.io/v1beta1)"]
+
+
 # ------------------------------------------------------------------ MessagingUser
 
 def test_user_spec_username():
