@@ -13,8 +13,9 @@ short_description: Manage the addresses (queues, topics, subscriptions, dead let
 version_added: "0.1.0"
 description:
   - Converges the addresses of an EnMasse-style address space to the given data, idempotently,
-    with check mode and diff. Only C(brokered) address spaces (one ActiveMQ Artemis broker) are
-    implemented.
+    with check mode and diff, in C(brokered) address spaces (one ActiveMQ Artemis broker) and
+    C(standard) address spaces (a router mesh and a broker pool, docs/standard-spaces.md; there also
+    C(anycast) and C(multicast)). The brokered shapes follow.
   - A C(queue) is an ANYCAST address with a durable ANYCAST queue of the same name; a C(topic) is a
     MULTICAST address; a C(subscription) is a durable MULTICAST queue named after the subscription on
     its topic's address (clients consume from C(<topic>::<subscription>)); a C(deadletter) is shaped

@@ -161,11 +161,42 @@ def test_space_metadata_ignored():
     assert read_space(space_doc(metadata=meta)) == {"name": "shop", "type": "brokered", "plan": "brokered-single-broker"}
 
 
-def test_space_spec_type():
+def test_space_spec_type(tmp_path):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as standard_service
     assert read_space(space_doc())["type"] == "brokered"
     assert validation.validate_address_space(read_space(space_doc(type="standard", plan="standard-small")), CAT) == []
-    assert "not yet supported" in artemis_service.not_supported("standard")
+    # type standard goes to the standard backend (routers + broker pool); brokered to the broker
+    params = {"connection_file": str(tmp_path / "none.json"), "infrastructure_file": str(tmp_path / "none.yml")}
+    assert standard_service.is_standard(params, "shop", "standard") is True
+    assert standard_service.is_standard(params, "shop", "brokered") is False
+    # a brokered space's broker does not serve it: the message says where standard spaces run
+    msg = artemis_service.not_supported("standard")
+    assert "not yet" not in msg and "enmasse.messaging.standard role" in msg and "docs/standard-spaces.md" in msg
     assert artemis_service.not_supported("brokered") is None
+
+
+STALE_STANDARD = re.compile(r"standard[^.|]*(not yet supported|not yet implemented|not implemented)"
+                            r"|(not yet supported|not yet implemented)[^.|]*standard"
+                            r"|only C\(brokered\)|only `brokered`", re.IGNORECASE)
+
+
+def test_no_doc_says_standard_spaces_are_not_supported():
+    """Standard spaces are implemented: no page of docs/, README and no
+    module's documentation says otherwise."""
+    places = [os.path.join(ROOT, "README.md")]
+    places += [os.path.join(ROOT, "docs", f) for f in sorted(os.listdir(os.path.join(ROOT, "docs"))) if f.endswith(".md")]
+    mods = os.path.join(ROOT, "plugins", "modules")
+    places += [os.path.join(mods, f) for f in sorted(os.listdir(mods)) if f.endswith(".py")]
+    stale = []
+    for path in places:
+        with open(path) as f:
+            text = f.read()
+        if path.endswith(".py"):
+            text = [n.value.value for n in ast.parse(text).body if isinstance(n, ast.Assign)
+                    and getattr(n.targets[0], "id", None) == "DOCUMENTATION"][0]
+        text = re.sub(r"\s+", " ", text)
+        stale.extend("%s: ...%s..." % (os.path.relpath(path, ROOT), m.group(0)) for m in STALE_STANDARD.finditer(text))
+    assert stale == [], "\n".join(stale)
     errs = validation.validate_address_space(dict(read_space(space_doc()), type="hybrid"), CAT)
     assert "address_space.type: 'hybrid' must be one of standard, brokered" in joined(errs)
 
