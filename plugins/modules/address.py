@@ -95,7 +95,7 @@ options:
       - C(minimum) and C(maximum) - integers from 1 to 9223372036854775807 (a Java long), C(minimum) not
         greater than C(maximum).
       - The value is checked by the same rule as in O(addresses) and O(definition), with the same
-        message - a value that is not a mapping (C(message_ttl: 5000)), an unknown key, a string
+        message - a value that is not a mapping (C(5000)), an unknown key, a string
         (C('5')), a float (C(1.5), C(1e20)) or a boolean is refused.
     type: raw
   message_redelivery:
@@ -115,7 +115,7 @@ options:
       - Single form, subscriptions only. Immutable. A mapping with C(max_consumers) - the consumers allowed
         at once, an integer from 1 to 2147483647 (a Java int), default C(1).
       - Checked by the same rule as in O(addresses) and O(definition) - a value that is not a mapping
-        (C(subscription: 2)) or an unknown key is refused.
+        (C(2)) or an unknown key is refused.
     type: raw
   definition:
     description:
