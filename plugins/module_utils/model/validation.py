@@ -190,7 +190,9 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
         # checked above (types.address_type_errors); here where they apply
         for key, types in (("message_ttl", TTL_TYPES), ("message_redelivery", SETTINGS_TYPES)):
             if a.get(key) is not None and atype not in types:
-                errs.append("%s: %s is only allowed on %s addresses" % (f(key), _fmt(a[key]), ", ".join(types)))
+                hint = " (a subscription takes its topic's: set it on topic %s)" % _fmt(topic) \
+                    if atype == "subscription" and topic else ""
+                errs.append("%s: %s is only allowed on %s addresses%s" % (f(key), _fmt(a[key]), ", ".join(types), hint))
         if plan is not None and isinstance(a.get("message_ttl"), dict):
             conflict = _plans.ttl_conflict(a["message_ttl"], plan.get("message_ttl"))
             if conflict:
