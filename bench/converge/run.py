@@ -373,6 +373,20 @@ def write_section(text, path=DOC):
         f.write(new)
 
 
+def missing_tools(which=shutil.which, playbook=True):
+    """What this run needs and does not find, each with what it is for and
+    where it comes from; empty when everything is there. Checked before the
+    broker starts."""
+    missing = []  # Java and the Artemis tarball: helpers.missing_prerequisites
+    if not which("xmllint"):
+        missing.append("xmllint (the broker's broker.xml is the role's template, validated against Artemis' "
+                       "schema as the role does; Debian/Ubuntu: libxml2-utils, Fedora/RHEL: libxml2)")
+    if not which("ansible-playbook"):
+        missing.append("ansible-playbook (renders the role's broker.xml%s; pip install -r requirements-test.txt)"
+                       % (" and runs the playbook rows" if playbook else ""))
+    return missing
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="1000,10000", help="bulk sizes (default: %(default)s)")
@@ -385,9 +399,10 @@ def main(argv=None):
     p.add_argument("--java-memory", default="2G")
     args = p.parse_args(argv)
     sizes = sorted(int(s) for s in args.sizes.split(","))
+    missing = missing_tools(playbook=not args.no_playbook)
     reason = helpers.missing_prerequisites()
-    if reason:
-        sys.exit("cannot benchmark: " + reason)
+    if missing or reason:
+        sys.exit("cannot benchmark, missing:\n" + "\n".join("  - " + m for m in missing + ([reason] if reason else [])))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the broker on kill
     started = datetime.datetime.now(datetime.timezone.utc)
     load_before = loadavg()

@@ -13,8 +13,9 @@ short_description: Manage the addresses (queues, topics, subscriptions, dead let
 version_added: "0.1.0"
 description:
   - Converges the addresses of an EnMasse-style address space to the given data, idempotently,
-    with check mode and diff. Only C(brokered) address spaces (one ActiveMQ Artemis broker) are
-    implemented.
+    with check mode and diff, in C(brokered) address spaces (one ActiveMQ Artemis broker) and
+    C(standard) address spaces (a router mesh and a broker pool, docs/standard-spaces.md; there also
+    C(anycast) and C(multicast)). The brokered shapes follow.
   - A C(queue) is an ANYCAST address with a durable ANYCAST queue of the same name; a C(topic) is a
     MULTICAST address; a C(subscription) is a durable MULTICAST queue named after the subscription on
     its topic's address (clients consume from C(<topic>::<subscription>)); a C(deadletter) is shaped
@@ -89,51 +90,33 @@ options:
     type: raw
   message_ttl:
     description:
-      - Single form, queues and topics. Bounds of the time to live of messages, in milliseconds
-        (Artemis C(minExpiryDelay) and C(maxExpiryDelay)).
-      - The values are integers, not converted - a string (C('5')), a float (C(1.5), C(1e20)) or a
-        boolean is refused, as in O(addresses) and O(definition).
-    type: dict
-    suboptions:
-      minimum:
-        description:
-          - Minimum time to live, an integer from 0 to 9223372036854775807 (a Java long).
-        type: raw
-      maximum:
-        description:
-          - Maximum time to live, an integer from 0 to 9223372036854775807, not less than O(message_ttl.minimum).
-        type: raw
+      - Single form, queues and topics only (as in EnMasse). A mapping with the bounds of the time to
+        live of messages, in milliseconds (Artemis C(minExpiryDelay) and C(maxExpiryDelay)).
+      - C(minimum) and C(maximum) - integers from 1 to 9223372036854775807 (a Java long), C(minimum) not
+        greater than C(maximum).
+      - The value is checked by the same rule as in O(addresses) and O(definition), with the same
+        message - a value that is not a mapping (C(5000)), an unknown key, a string
+        (C('5')), a float (C(1.5), C(1e20)) or a boolean is refused.
+    type: raw
   message_redelivery:
     description:
-      - Single form, queues and topics. Redelivery (delays in milliseconds).
-      - The values are not converted - a string, a float for an integer or a boolean is refused.
-    type: dict
-    suboptions:
-      maximum_delivery_attempts:
-        description:
-          - Artemis C(maxDeliveryAttempts) - an integer from 1 to 2147483647 (a Java int), or -1 for unlimited.
-        type: raw
-      redelivery_delay:
-        description:
-          - Artemis C(redeliveryDelay) - an integer from 0 to 9223372036854775807 (a Java long).
-        type: raw
-      redelivery_delay_multiplier:
-        description:
-          - Artemis C(redeliveryMultiplier) - a finite number >= 1 (a Java double).
-        type: raw
-      maximum_delivery_delay:
-        description:
-          - Artemis C(maxRedeliveryDelay) - an integer from 0 to 9223372036854775807 (a Java long).
-        type: raw
+      - Single form, queues, topics and dead letter addresses. A mapping with the redelivery settings
+        (delays in milliseconds).
+      - C(maximum_delivery_attempts) - Artemis C(maxDeliveryAttempts), an integer from 1 to 2147483647
+        (a Java int), or -1 for unlimited.
+      - C(redelivery_delay) - Artemis C(redeliveryDelay), an integer from 0 to 9223372036854775807 (a Java long).
+      - C(redelivery_delay_multiplier) - Artemis C(redeliveryMultiplier), a finite number >= 1 (a Java double).
+      - C(maximum_delivery_delay) - Artemis C(maxRedeliveryDelay), an integer from 0 to 9223372036854775807.
+      - Checked by the same rule as in O(addresses) and O(definition) - a value that is not a mapping,
+        an unknown key, a string, a float for an integer or a boolean is refused.
+    type: raw
   subscription:
     description:
-      - Single form, subscriptions only. Immutable.
-    type: dict
-    suboptions:
-      max_consumers:
-        description:
-          - Consumers allowed at once - an integer from 1 to 2147483647 (a Java int), default C(1). Not converted.
-        type: raw
+      - Single form, subscriptions only. Immutable. A mapping with C(max_consumers) - the consumers allowed
+        at once, an integer from 1 to 2147483647 (a Java int), default C(1).
+      - Checked by the same rule as in O(addresses) and O(definition) - a value that is not a mapping
+        (C(2)) or an unknown key is refused.
+    type: raw
   definition:
     description:
       - Single form. An EnMasse C(enmasse.io/v1beta1) C(Address) document, instead of the fields
@@ -351,10 +334,12 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args 
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, backends, runner
 
 # The string options are raw and the model checks them (model/types.py): a
-# type=str option would turn ``address: yes`` into 'True'. The sub-options of
-# the mappings are raw too: type=int would turn '5' and 5.0 into 5 here while
-# the same values in ``addresses`` or ``definition`` are refused; the model's
-# rule (model/types.py) is the one rule for every form.
+# type=str option would turn ``address: yes`` into 'True'. The mappings are
+# raw too: type=dict with options crashes inside Ansible on a value that is
+# not a mapping (``message_ttl: 5000``: "argument of type 'int' is not
+# iterable"), and type=int sub-options would turn '5' and 5.0 into 5 while the
+# same values in ``addresses`` or ``definition`` are refused; the model's rule
+# (model/types.py) is the one rule for every form, with one message.
 RAW = args.STRING_ARG
 OPTIONS = dict(
     args.ADDRESS_SPACE_ARG,
@@ -364,11 +349,9 @@ OPTIONS = dict(
     topic=RAW,
     deadletter=RAW,
     expiry=RAW,
-    message_ttl=dict(type="dict", options=dict(minimum=RAW, maximum=RAW)),
-    message_redelivery=dict(type="dict", options=dict(
-        maximum_delivery_attempts=RAW, redelivery_delay=RAW, redelivery_delay_multiplier=RAW,
-        maximum_delivery_delay=RAW)),
-    subscription=dict(type="dict", options=dict(max_consumers=RAW)),
+    message_ttl=RAW,
+    message_redelivery=RAW,
+    subscription=RAW,
     definition=dict(type="dict"),
     addresses=dict(type="list", elements="dict"),
     src=dict(type="path"),

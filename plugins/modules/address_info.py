@@ -12,7 +12,8 @@ module: address_info
 short_description: List the addresses of an address space as they are on the broker
 version_added: "0.1.0"
 description:
-  - Reads the live broker of a C(brokered) address space and returns its addresses as plain
+  - Reads the live broker of a C(brokered) address space (for a C(standard) space the routers and
+    the broker pool, docs/standard-spaces.md) and returns its addresses as plain
     addresses (type reconstructed from routing types and queues, settings from the Artemis address
     settings, plan from the ownership ledger) with their status and whether they are owned.
   - Owned addresses missing on the broker are listed too, with C(status.phase=Pending).

@@ -13,8 +13,9 @@ short_description: Manage an EnMasse-style address space (tenant)
 version_added: "0.1.0"
 description:
   - Records an address space (type, plan, authentication service) on its broker, or deletes it with
-    all the addresses it owns. Only C(brokered) address spaces (one ActiveMQ Artemis broker, deployed
-    by the C(enmasse.messaging.broker) role) are implemented; C(standard) fails as not yet supported.
+    all the addresses it owns. C(brokered) address spaces run on one ActiveMQ Artemis broker (deployed
+    by the C(enmasse.messaging.broker) role); C(standard) address spaces on the router mesh and the broker
+    pool of the standard infrastructure (the C(enmasse.messaging.standard) role, docs/standard-spaces.md).
   - O(state=present) checks that the broker is reachable and is the space's broker, then records the
     space in the ownership ledger. The type is immutable. A plan change is allowed only if the owned
     addresses fit the new plan's quota and its address plans allow them. Plans are looked up in the host's

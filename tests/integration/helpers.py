@@ -373,15 +373,17 @@ class ArtemisBroker(object):
     def wipe(self):
         """Delete every address the broker did not start with (and their
         address settings), and the ownership ledger: a clean address space."""
-        client, mbean = self.jolokia(), broker_mbean(self.name)
+        # thousands of addresses after a benchmark: every address deleted first,
+        # then their settings. A settings change makes every queue that still
+        # exists look its settings up again, so removing them while the queues
+        # exist costs O(queues) each (10,000 addresses: past any timeout).
+        client, mbean = self.jolokia(timeout=600), broker_mbean(self.name)
         extra = [a for a in self.address_names() if a not in self.baseline_addresses]
-        reqs = []
-        for a in extra:
-            reqs.append(client.exec_request(mbean, "deleteAddress(java.lang.String,boolean)", a, True))
-            reqs.append(client.exec_request(mbean, "removeAddressSettings", a))
-        chunks = [reqs[i:i + client.batch_size] for i in range(0, len(reqs), client.batch_size)]
-        with ThreadPoolExecutor(4) as pool:  # thousands of addresses after a benchmark
-            list(pool.map(lambda chunk: client.bulk(chunk, raise_errors=False), chunks))
+        for op in ("deleteAddress(java.lang.String,boolean)", "removeAddressSettings"):
+            reqs = [client.exec_request(mbean, op, *((a, True) if op.startswith("delete") else (a,))) for a in extra]
+            chunks = [reqs[i:i + client.batch_size] for i in range(0, len(reqs), client.batch_size)]
+            with ThreadPoolExecutor(4) as pool:
+                list(pool.map(lambda chunk: client.bulk(chunk, raise_errors=False), chunks))
         left = [a for a in self.address_names() if a not in self.baseline_addresses]
         assert not left, "could not delete addresses %s" % left
         if os.path.exists(self.ledger_path):

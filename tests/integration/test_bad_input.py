@@ -81,10 +81,18 @@ ADDRESS_CASES = [
          "listed twice"),
     Case("unknown-field-typo", "address", {"addresses": [q("new-q", dedletter="dlq")]}, "dedletter",
          None, "unknown field"),
-    # the single form's mappings have declared sub-options: Ansible refuses an unknown one
+    # the single form's mappings: the model's rule and message, as in the bulk form
     Case("unknown-nested-key-typo", "address",
-         q("new-q", message_redelivery={"maximum_delivery_attemps": 3}), "maximum_delivery_attemps",
-         None, "Unsupported parameters"),
+         q("new-q", message_redelivery={"maximum_delivery_attemps": 3}),
+         "message_redelivery.maximum_delivery_attemps", "unknown field", "did you mean 'maximum_delivery_attempts'?"),
+    Case("single-ttl-int", "address", q("new-q", message_ttl=5000), "message_ttl", "5000",
+         "it must be a mapping with minimum, maximum"),
+    Case("single-redelivery-int", "address", q("new-q", message_redelivery=3), "message_redelivery", "3",
+         "it must be a mapping with maximum_delivery_attempts"),
+    Case("single-subscription-int", "address", sub("new-sub", topic="events", subscription=2), "subscription",
+         "2", "it must be a mapping with max_consumers"),
+    Case("bulk-ttl-int", "address", {"addresses": [q("new-q", message_ttl=5000)]}, "addresses[0].message_ttl",
+         "5000", "it must be a mapping with minimum, maximum"),
     Case("unknown-nested-key-typo-bulk", "address",
          {"addresses": [q("new-q", message_redelivery={"maximum_delivery_attemps": 3})]},
          "addresses[0].message_redelivery.maximum_delivery_attemps", "unknown field",
@@ -92,8 +100,17 @@ ADDRESS_CASES = [
     Case("unsupported-option-typo", "address", q("new-q", dead_letter="dlq"), "dead_letter", None,
          "Unsupported parameters"),
     Case("subscription-with-own-settings", "address",
-         sub("new-sub", topic="events", message_ttl={"maximum": 1000}), "message_ttl", "1000",
-         "not supported on a subscription"),
+         sub("new-sub", topic="events", message_redelivery={"redelivery_delay": 1000}), "message_redelivery",
+         "1000", "not supported on a subscription"),
+    # EnMasse: a TTL restriction applies to queue and topic only
+    Case("subscription-with-ttl", "address", sub("new-sub", topic="events", message_ttl={"maximum": 1000}),
+         "message_ttl", "1000", "is only allowed on queue, topic addresses"),
+    Case("deadletter-with-ttl", "address",
+         {"address": "new-dlq", "type": "deadletter", "plan": "brokered-deadletter", "message_ttl": {"maximum": 1000}},
+         "message_ttl", "1000", "is only allowed on queue, topic addresses"),
+    Case("deadletter-with-ttl-bulk", "address", {"addresses": [
+         {"address": "new-dlq", "type": "deadletter", "plan": "brokered-deadletter", "message_ttl": {"maximum": 1000}}]},
+         "addresses[0](new-dlq).message_ttl", "1000", "is only allowed on queue, topic addresses"),
 ]
 
 

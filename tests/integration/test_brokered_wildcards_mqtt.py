@@ -4,7 +4,8 @@ broker.xml roles/broker ships (the ``artemis`` fixture renders it):
 * EnMasse's wildcard syntax: '/' between words, '#' any words, '+' one word;
   AMQP and MQTT subscribers on wildcards get the messages of every declared
   topic they match, while undeclared names stay refused (no auto-creation of
-  tenant addresses);
+  tenant addresses; an MQTT SUBSCRIBE gets failure code 0x80 for such a topic
+  and keeps its connection and its other topics);
 * MQTT QoS 2 and retained messages (Artemis' internal $sys.mqtt.* addresses);
 * EnMasse's redelivery defaults: unlimited delivery attempts, no catch-all
   dead letter address.
@@ -89,7 +90,9 @@ def test_undeclared_names_stay_refused_and_nothing_is_created(space):
     for name in ("nope", "events/eu/orders", "orders/extra", "a+b", "x#"):
         for kind in ("send", "receive"):
             error = _refused(cfg, kind, name)
-            assert error and "amqp:not-found" in error, (kind, name, error)
+            # refused by permission: nobody may create a tenant address (docs/broker-role.md)
+            assert error and "does not have permission='CREATE_ADDRESS' on address %s" % name in error, (
+                kind, name, error)
     assert broker.address_names() == before
     # the declared topic itself is matched by events/# (zero or more words)
     with amqp_checks.connection(cfg) as conn:
@@ -207,8 +210,13 @@ class Mqtt(object):
         return self.connack is not None and not self.connack.is_failure and not self.disconnected.is_set()
 
     def subscribe(self, topic_filter, qos=1):
+        """The SUBACK codes of one SUBSCRIBE; ``topic_filter`` may be a list
+        of (filter, qos) pairs (all in the same packet)."""
         self.subscribed.clear()
-        self.client.subscribe(topic_filter, qos=qos)
+        if isinstance(topic_filter, list):
+            self.client.subscribe(topic_filter)
+        else:
+            self.client.subscribe(topic_filter, qos=qos)
         self.subscribed.wait(TIMEOUT)
         return self.subacks[-1] if self.subscribed.is_set() else None
 
@@ -281,17 +289,56 @@ def test_mqtt_wildcard_subscription_gets_amqp_messages(space, mqtt_clients):
 
 def test_mqtt_undeclared_topics_are_not_created(space, mqtt_clients):
     """Publishing to an undeclared topic is acknowledged by Artemis but routes
-    nowhere and creates nothing; subscribing to one creates nothing either
-    (Artemis 2.40 answers it by closing the connection, docs/broker-role.md)."""
+    nowhere and creates nothing; subscribing to one gets the SUBACK failure
+    code 0x80 and creates nothing either; both connections stay open."""
     space.converge(TOPICS)
     broker = space.broker
     before = broker.address_names()
     pub = mqtt_clients()
-    pub.publish("undeclared/topic", "lost", qos=1)
+    assert pub.publish("undeclared/topic", "lost", qos=1)
     sub = mqtt_clients()
-    sub.subscribe("undeclared/other", qos=1)
-    assert sub.disconnected.wait(TIMEOUT)
+    assert sub.subscribe("undeclared/other", qos=1) == [0x80]
+    assert not sub.disconnected.wait(1.0) and sub.ok and pub.ok
     assert broker.address_names() == before
+
+
+def test_mqtt_subscribe_mixing_a_declared_and_an_undeclared_topic(space, mqtt_clients):
+    """One SUBSCRIBE with a declared topic, an undeclared one and a wildcard:
+    0x80 for the undeclared topic only; the connection and the other
+    subscriptions are kept and get their messages."""
+    space.converge(TOPICS)
+    before = space.broker.address_names()
+    sub = mqtt_clients()
+    codes = sub.subscribe([(EU_ORDERS, 1), ("undeclared/other", 1), ("events/us/#", 0)])
+    assert codes == [1, 0x80, 0], codes
+    assert sub.ok, "the connection was closed"
+    pub = mqtt_clients()
+    for name in (EU_ORDERS, US_ORDERS, "undeclared/other"):
+        assert pub.publish(name, "to " + name, qos=1)
+    got = sorted((t, body) for t, body, unused, unused2 in sub.settle())
+    assert got == [(EU_ORDERS, "to " + EU_ORDERS), (US_ORDERS, "to " + US_ORDERS)], got
+    assert sub.ok and pub.ok
+    assert [n for n in space.broker.address_names() if not n.startswith("events/us/#")] == before
+
+
+def test_mqtt5_undeclared_topic_gets_not_authorized(space):
+    """MQTT 5: the SUBACK reason code for an undeclared topic is 0x87 (not
+    authorized), the declared topic of the same SUBSCRIBE is granted."""
+    space.converge(TOPICS)
+    got, done = [], threading.Event()
+    c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="c5-" + uuid.uuid4().hex[:8], protocol=mqtt.MQTTv5)
+    c.username_pw_set(space.broker.messaging_user, space.broker.messaging_password)
+    c.on_subscribe = lambda client, userdata, mid, reasons, props: (got.extend(r.value for r in reasons), done.set())
+    c.connect("127.0.0.1", space.broker.mqtt_port, 30)
+    c.loop_start()
+    try:
+        c.subscribe([(EU_ORDERS, 1), ("undeclared/other", 1)])
+        assert done.wait(TIMEOUT)
+        assert got == [1, 0x87], got
+        assert c.is_connected()
+    finally:
+        c.disconnect()
+        c.loop_stop()
 
 
 def test_mqtt_wrong_password_is_refused(space, mqtt_clients):

@@ -477,7 +477,8 @@ BAD_ADDRESSES = [
       "subscription": {"max_consumers": 5}}, ["max_consumers"]),
     # a subscription's queue lives on its topic's address: its settings are the topic's
     ({"address": "t1-durable", "type": "subscription", "plan": "standard-small-subscription", "topic": "t1",
-      "message_ttl": {"maximum": 1000}}, ["t1-durable", "message_ttl", "set it on topic 't1'"]),
+      "message_ttl": {"maximum": 1000}}, ["t1-durable", "message_ttl", "is only allowed on queue, topic addresses",
+                                          "set it on topic 't1'"]),
 ]
 
 

@@ -214,3 +214,72 @@ def test_aio_installs_python_packages_only_into_the_project_venv(stubs, tmp_path
     assert pips and all(c.startswith("python ") for c in pips), calls   # the venv's python
     assert not any(c.startswith("python3 -m pip") for c in calls), calls
     assert os.path.exists(os.path.join(venv, "bin", "ansible-playbook"))
+
+
+# ------------------------------------------------- standard spaces' endpoints
+def _standard_details_task():
+    """The task of playbooks/site.yml that prints the standard spaces'
+    connection details, as the playbook has it."""
+    import yaml
+    with open(os.path.join(REPO, "playbooks", "site.yml")) as f:
+        plays = yaml.safe_load(f)
+    tasks = [t for p in plays for t in p.get("tasks") or []
+             if t.get("name", "").startswith("Connection details of the standard spaces")]
+    assert len(tasks) == 1, "site.yml: no task 'Connection details of the standard spaces'"
+    return tasks[0]
+
+
+@pytest.mark.parametrize("target", ["host", "container"])
+def test_aio_prints_standard_endpoints_a_client_can_use(tmp_path, target):
+    """The status of demo-standard names the router by router_connect_host
+    (the container's name enmasse-aio when scripts/aio.sh runs a container);
+    from this machine only 127.0.0.1:<port> reaches it: the printed endpoint
+    is router_endpoint_host (inventories/aio) with the listener's port."""
+    import yaml
+    task = _standard_details_task()
+    task["vars"]["site_standard_spaces"] = {"results": [{"address_space": {"status": {
+        "ready": True, "endpoints": [{"name": "amqp-aio", "host": "enmasse-aio" if target == "container" else "aio",
+                                      "port": 5700, "protocols": ["amqp"]}],
+        "routers": [{"id": "aio"}], "brokers": []}}}]}
+    task["vars"]["site_standard_addresses"] = {"results": [{"addresses": []}]}
+    task["vars"]["__standard_spaces"] = [{"name": "demo-standard"}]
+    task["loop"] = "{{ __standard_spaces }}"
+    play = tmp_path / "details.yml"
+    play.write_text(yaml.safe_dump([{"name": "Details", "hosts": "routers[0]", "gather_facts": False,
+                                     "tasks": [task]}]))
+    inventory = ["-i", "inventories/aio"]
+    if target == "container":  # what scripts/aio.sh adds for the container
+        extra = tmp_path / "container.yml"
+        extra.write_text("all:\n  children:\n    routers:\n      hosts:\n        aio:\n"
+                         "          ansible_host: enmasse-aio\n")
+        inventory += ["-i", str(extra)]
+    r = _run(["ansible-playbook"] + inventory + [str(play)],
+             env=_env(ANSIBLE_STDOUT_CALLBACK="ansible.posix.json"))
+    assert r.returncode == 0, r.stdout
+    data = json.loads(r.stdout[r.stdout.index("{"):])
+    results = [h for p in data["plays"] for t in p["tasks"] for h in t["hosts"].values()][0]["results"]
+    assert [res["msg"]["endpoints"] for res in results] == [["127.0.0.1:5700"]], results
+
+
+def test_standard_endpoints_without_router_endpoint_host_are_the_status_host(tmp_path):
+    """Elsewhere (no router_endpoint_host) the endpoint is the router's host
+    from the status, as the other routers reach it."""
+    import yaml
+    task = _standard_details_task()
+    task["vars"]["site_standard_spaces"] = {"results": [{"address_space": {"status": {
+        "endpoints": [{"name": "amqp-r1", "host": "r1.example.com", "port": 5701},
+                      {"name": "amqp-r2", "host": "r2.example.com", "port": 5701}]}}}]}
+    task["vars"]["site_standard_addresses"] = {"results": [{"addresses": []}]}
+    task["vars"]["__standard_spaces"] = [{"name": "s"}]
+    task["loop"] = "{{ __standard_spaces }}"
+    play = tmp_path / "details.yml"
+    play.write_text(yaml.safe_dump([{"name": "Details", "hosts": "r1", "gather_facts": False, "tasks": [task]}]))
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  children:\n    routers:\n      hosts:\n"
+                   "        r1: {ansible_connection: local, ansible_python_interpreter: %s}\n"
+                   "        r2: {ansible_connection: local}\n" % sys.executable)
+    r = _run(["ansible-playbook", "-i", str(inv), str(play)], env=_env(ANSIBLE_STDOUT_CALLBACK="ansible.posix.json"))
+    assert r.returncode == 0, r.stdout
+    data = json.loads(r.stdout[r.stdout.index("{"):])
+    results = [h for p in data["plays"] for t in p["tasks"] for h in t["hosts"].values()][0]["results"]
+    assert results[0]["msg"]["endpoints"] == ["r1.example.com:5701", "r2.example.com:5701"], results

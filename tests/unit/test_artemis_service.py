@@ -178,7 +178,10 @@ def test_create_every_type_with_the_artemis_mapping():
     q1 = ops(ch, "q1")
     assert q1[1] == (artemis_diff.PHASE_CREATE, artemis_diff.OP_ADD_SETTINGS,
                      ["q1", json.dumps({"deadLetterAddress": "dl", "maxDeliveryAttempts": 3}, sort_keys=True)])
-    assert ops(ch, "t") == [(artemis_diff.PHASE_CREATE, artemis_diff.OP_CREATE_ADDRESS, ["t", "MULTICAST"])]
+    # a topic: no auto-creation on it (the broker refuses undeclared names by permission)
+    assert ops(ch, "t") == [(artemis_diff.PHASE_CREATE, artemis_diff.OP_CREATE_ADDRESS, ["t", "MULTICAST"]),
+                            (artemis_diff.PHASE_CREATE, artemis_diff.OP_ADD_SETTINGS,
+                             ["t", json.dumps({"autoCreateAddresses": False}, sort_keys=True)])]
     (phase, op, (cfg, unused)), = ops(ch, "s")
     assert phase == artemis_diff.PHASE_SUBSCRIBE  # after its topic exists
     assert json.loads(cfg) == {"name": "s", "address": "t", "routing-type": "MULTICAST", "durable": True,
@@ -252,8 +255,10 @@ def test_messages_held_names_address_and_count():
 def test_refusals_specific_to_brokered_spaces():
     errs = model_requests.subscription_setting_errors([
         q("fine", message_ttl={"maximum": 1}),
-        {"address": "s", "type": "subscription", "topic": "t", "message_ttl": {"maximum": 1000}}])
-    assert len(errs) == 1 and "addresses[1](s).message_ttl" in errs[0] and "1000" in errs[0]
+        {"address": "s", "type": "subscription", "topic": "t", "message_redelivery": {"redelivery_delay": 1000},
+         "message_ttl": {"maximum": 1000}}])
+    # message_ttl on a subscription: the model's rule (validation.TTL_TYPES), one message
+    assert len(errs) == 1 and "addresses[1](s).message_redelivery" in errs[0] and "1000" in errs[0]
     owned = {"t": {"address": "t", "type": "topic"},
              "s": {"address": "s", "type": "subscription", "topic": "t"}}
     assert "owned subscription(s) s" in model_requests.orphan_subscription_errors(["t"], owned)[0]

@@ -124,7 +124,7 @@ def test_address_request_deletes_only_owned_and_prunes():
 
 def test_subscription_settings_rule_is_one_rule():
     sub = {"address": "s1", "type": "subscription", "plan": "brokered-subscription", "topic": "t",
-           "message_ttl": {"maximum": 5}}
+           "message_redelivery": {"maximum_delivery_attempts": 5}}
     topic = {"address": "t", "type": "topic", "plan": "brokered-topic"}
     with pytest.raises(ServiceError, match="not supported on a subscription in a brokered"):
         rq.address_request(SPACE, CAT, [topic, sub], [], {})

@@ -161,11 +161,42 @@ def test_space_metadata_ignored():
     assert read_space(space_doc(metadata=meta)) == {"name": "shop", "type": "brokered", "plan": "brokered-single-broker"}
 
 
-def test_space_spec_type():
+def test_space_spec_type(tmp_path):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.standard import backend as standard_service
     assert read_space(space_doc())["type"] == "brokered"
     assert validation.validate_address_space(read_space(space_doc(type="standard", plan="standard-small")), CAT) == []
-    assert "not yet supported" in artemis_service.not_supported("standard")
+    # type standard goes to the standard backend (routers + broker pool); brokered to the broker
+    params = {"connection_file": str(tmp_path / "none.json"), "infrastructure_file": str(tmp_path / "none.yml")}
+    assert standard_service.is_standard(params, "shop", "standard") is True
+    assert standard_service.is_standard(params, "shop", "brokered") is False
+    # a brokered space's broker does not serve it: the message says where standard spaces run
+    msg = artemis_service.not_supported("standard")
+    assert "not yet" not in msg and "enmasse.messaging.standard role" in msg and "docs/standard-spaces.md" in msg
     assert artemis_service.not_supported("brokered") is None
+
+
+STALE_STANDARD = re.compile(r"standard[^.|]*(not yet supported|not yet implemented|not implemented)"
+                            r"|(not yet supported|not yet implemented)[^.|]*standard"
+                            r"|only C\(brokered\)|only `brokered`", re.IGNORECASE)
+
+
+def test_no_doc_says_standard_spaces_are_not_supported():
+    """Standard spaces are implemented: no page of docs/, README and no
+    module's documentation says otherwise."""
+    places = [os.path.join(ROOT, "README.md")]
+    places += [os.path.join(ROOT, "docs", f) for f in sorted(os.listdir(os.path.join(ROOT, "docs"))) if f.endswith(".md")]
+    mods = os.path.join(ROOT, "plugins", "modules")
+    places += [os.path.join(mods, f) for f in sorted(os.listdir(mods)) if f.endswith(".py")]
+    stale = []
+    for path in places:
+        with open(path) as f:
+            text = f.read()
+        if path.endswith(".py"):
+            text = [n.value.value for n in ast.parse(text).body if isinstance(n, ast.Assign)
+                    and getattr(n.targets[0], "id", None) == "DOCUMENTATION"][0]
+        text = re.sub(r"\s+", " ", text)
+        stale.extend("%s: ...%s..." % (os.path.relpath(path, ROOT), m.group(0)) for m in STALE_STANDARD.finditer(text))
+    assert stale == [], "\n".join(stale)
     errs = validation.validate_address_space(dict(read_space(space_doc()), type="hybrid"), CAT)
     assert "address_space.type: 'hybrid' must be one of standard, brokered" in joined(errs)
 
@@ -356,9 +387,26 @@ def test_address_deadletter_without_attempts_gets_ten_as_in_enmasse():
 
 def test_address_subscription_has_no_settings_of_its_own():
     sub = one_address(address_doc(name="shop.s1", address="s1", type="subscription", plan="brokered-subscription",
-                                  topic="events", messageTtl={"maximum": 1000}))
+                                  topic="events", messageRedelivery={"redeliveryDelay": 1000}))
     errs = model_requests.subscription_setting_errors([sub])
     assert "is not supported on a subscription in a brokered address space" in joined(errs)
+    # messageTtl: queue and topic only (EnMasse), the model's rule
+    sub = one_address(address_doc(name="shop.s1", address="s1", type="subscription", plan="brokered-subscription",
+                                  topic="events", messageTtl={"maximum": 1000}))
+    space = {"name": "shop", "type": "brokered", "plan": "brokered-single-broker"}
+    topic = {"address": "events", "type": "topic", "plan": "brokered-topic"}
+    errs = validation.validate_addresses(space, [topic, sub], CAT)
+    assert "is only allowed on queue, topic addresses" in joined(errs)
+
+
+def test_address_spec_messageTtl_on_queue_and_topic_only():
+    """EnMasse's docs: messageTtl "applies to address types queue and topic
+    only"; a deadletter with messageTtl is refused."""
+    space = {"name": "shop", "type": "brokered", "plan": "brokered-single-broker"}
+    dlq = one_address(address_doc(name="shop.dlq", address="dlq", type="deadletter", plan="brokered-deadletter",
+                                  messageTtl={"maximum": 1000}))
+    errs = validation.validate_addresses(space, [dlq], CAT)
+    assert errs == ["addresses[0](dlq).message_ttl: {'maximum': 1000} is only allowed on queue, topic addresses"]
 
 
 def test_address_spec_forwarders():
@@ -404,6 +452,62 @@ def test_address_list_items_checked():
     assert "definition.items: 'x' is a string, it must be a list of Address documents" in \
         joined(read_address(dict(lst, items="x"))[1])
     assert "definition.itemz: unknown field" in joined(read_address(dict(lst, itemz=[]))[1])
+
+
+# EnMasse's own example, verbatim (EnMasseProject/enmasse,
+# documentation/common/standard-addresses.yaml): the items carry no apiVersion
+# and no kind
+ENMASSE_ADDRESS_LIST_EXAMPLE = """\
+apiVersion: enmasse.io/v1beta1
+kind: AddressList
+items:
+- metadata:
+    name: myspace.anycast1
+  spec:
+    address: anycast1
+    type: anycast
+    plan: standard-small-anycast
+- metadata:
+    name: myspace.multicast1
+  spec:
+    address: multicast1
+    type: multicast
+    plan: standard-small-multicast
+- metadata:
+    name: myspace.queue1
+  spec:
+    address: queue1
+    type: queue
+    plan: standard-small-queue
+- metadata:
+    name: myspace.topic1
+  spec:
+    address: topic1
+    type: topic
+    plan: standard-small-topic
+"""
+
+
+def test_address_list_enmasse_example_items_without_kind(tmp_path):
+    """EnMasse's AddressList example is accepted in every form (definition,
+    an item of addresses, a src file read by the action plugin), its items
+    taking kind Address and the list's apiVersion, and passes the rules for a
+    standard space; an item's own wrong kind is still refused."""
+    import yaml
+    from ansible_collections.enmasse.messaging.plugins.action.address import load_addresses
+    src = tmp_path / "addresses.yml"
+    src.write_text(ENMASSE_ADDRESS_LIST_EXAMPLE)
+    lst = yaml.safe_load(ENMASSE_ADDRESS_LIST_EXAMPLE)
+    space = {"name": "myspace", "type": "standard", "plan": "standard-small"}
+    for params in ({"definition": lst}, {"addresses": [lst]}, {"addresses": load_addresses(str(src))}):
+        present, unused, errs, positions = inputs.address_inputs(params, "myspace")
+        assert errs == [], (params, errs)
+        assert [a["address"] for a in present] == ["anycast1", "multicast1", "queue1", "topic1"]
+        assert validation.validate_addresses(space, present, CAT, positions=positions) == []
+    bad = dict(lst, items=[dict(lst["items"][0], kind="Queue")])
+    errs = inputs.address_inputs({"definition": bad}, "myspace")[2]
+    assert errs == ["definition.items[0].kind: 'Queue' is not accepted here: this module takes an EnMasse "
+                    "Address (enmasse.io/v1beta1)"]
 
 
 # ------------------------------------------------------------------ MessagingUser

@@ -385,7 +385,6 @@ def test_address_forms_that_stay_valid(given):
     (dict(address="a", addresses=[]), "mutually exclusive"), (dict(src="x", definition={}), "mutually exclusive"),
     (dict(plan="p", addresses=[]), "mutually exclusive"), (dict(type="queue"), "required by"),
     ({}, "one of the following is required"),
-    (dict(address="a", message_ttl={"minimim": 1}), "message_ttl.minimim"),
 ])
 def test_address_forms_refused_by_the_argument_spec(given, fragment):
     from ansible_collections.enmasse.messaging.plugins.modules import address as address_module
@@ -398,4 +397,58 @@ def test_raw_options_are_not_converted():
     res = _validate(address_module, address_space=True, address=12345, message_ttl={"maximum": "5"})
     assert not res.error_messages
     assert res.validated_parameters["address"] == 12345 and res.validated_parameters["address_space"] is True
-    assert res.validated_parameters["message_ttl"] == {"maximum": "5", "minimum": None}
+    assert res.validated_parameters["message_ttl"] == {"maximum": "5"}
+
+
+SINGLE_MAPPING_VALUES = [5000, 3, 2, "5000", [1], True, 1.5, {"minimim": 1}, {"maximum_delivery_attemps": 3},
+                         {"max_consumer": 2}]
+
+
+@pytest.mark.parametrize("field", MAPPINGS)
+@pytest.mark.parametrize("value", SINGLE_MAPPING_VALUES, ids=repr)
+def test_single_form_mapping_gets_the_bulk_forms_message(field, value):
+    """``message_ttl: 5000`` (or any value that is not the mapping, or an
+    unknown key) in the single form: through the module's argument spec
+    (which crashed with "argument of type 'int' is not iterable") and the
+    model, the same message as the bulk form's, without its position."""
+    from ansible_collections.enmasse.messaging.plugins.modules import address as address_module
+    fields = dict(address="a", type="queue", plan="brokered-queue")
+    if field == "subscription":
+        fields.update(type="subscription", plan="brokered-subscription", topic="t")
+    res = _validate(address_module, address_space="demo", **dict(fields, **{field: value}))
+    assert not res.error_messages, res.error_messages
+    unused1, unused2, single, unused3 = model_inputs.address_inputs(res.validated_parameters, "demo")
+    unused1, unused2, bulk, unused3 = model_inputs.address_inputs(
+        params(addresses=[dict(fields, **{field: value})]), "demo")
+    assert single and single == [e.replace("addresses[0].", "", 1) for e in bulk], (single, bulk)
+    assert all(e.startswith(field) for e in single), single
+
+
+# ------------------------------------------------ message_ttl: queue and topic
+
+TTL_SPACES = [("brokered", "brokered-single-broker", "brokered-"), ("standard", "standard-small", "standard-small-")]
+
+
+@pytest.mark.parametrize("stype,splan,prefix", TTL_SPACES, ids=["brokered", "standard"])
+def test_message_ttl_is_for_queues_and_topics_only(stype, splan, prefix):
+    """EnMasse: a TTL restriction "applies to address types queue and topic
+    only": a deadletter (or subscription) with message_ttl is refused, in the
+    single and the bulk form, in brokered and standard spaces alike."""
+    space = {"name": "demo", "type": stype, "plan": splan}
+    dl_plan = "brokered-deadletter" if stype == "brokered" else "standard-deadletter"
+    ttl = {"maximum": 60000}
+    topic = {"address": "t", "type": "topic", "plan": prefix + "topic"}
+    rule = "message_ttl: {'maximum': 60000} is only allowed on queue, topic addresses"
+    for form in ("single", "bulk"):
+        dlq = {"address": "dlq", "type": "deadletter", "plan": dl_plan, "message_ttl": ttl}
+        sub = {"address": "s", "type": "subscription", "plan": prefix + "subscription", "topic": "t",
+               "message_ttl": ttl}
+        for bad in (dlq, sub):
+            p = params(**bad) if form == "single" else params(addresses=[bad])
+            present, unused, errs, positions = model_inputs.address_inputs(p, "demo")
+            assert not errs, errs
+            errs = model_validation.validate_addresses(space, present + [topic], CAT, positions=positions + ["t"])
+            assert any(rule in e for e in errs), (form, bad["type"], errs)
+    good = [dict(topic, message_ttl=ttl), {"address": "q", "type": "queue", "plan": prefix + "queue",
+                                           "message_ttl": ttl}]
+    assert model_validation.validate_addresses(space, good, CAT) == []

@@ -405,9 +405,43 @@ def test_run_configuration_errors(fake_broker, tmp_path):
         metrics_collect.run(dict(fake_broker, router_url="amqp://x", router_flavor="other"))
 
 
+_DOC_TYPES = (("timestamp", pa.timestamp("us", tz="UTC")), ("string", pa.string()), ("long", pa.int64()),
+              ("int", pa.int32()))
+
+
+def documented_schema(kind):
+    """The ``kind`` table of docs/metrics-schema.md (column, type) as a
+    pyarrow schema: the published contract, written independently of
+    model/schema.py (which both the collector and the generator use)."""
+    page = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "metrics-schema.md")
+    with open(page) as f:
+        text = f.read()
+    section = text.split("## `%s` rows" % kind, 1)[1].split("\n## ", 1)[0]
+    fields = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or not cells[0].startswith("`"):
+            continue
+        arrow = [t for word, t in _DOC_TYPES if cells[1].startswith(word)]
+        assert arrow, "docs/metrics-schema.md: unknown type %r of %s" % (cells[1], cells[0])
+        fields.append(pa.field(cells[0].strip("`"), arrow[0], nullable=True))
+    return pa.schema(fields)
+
+
+@pytest.mark.parametrize("kind", ["addresses", "nodes"])
+def test_the_store_schema_is_the_documented_one(kind):
+    """What the collector writes (metrics_store.arrow_schema, from
+    model/schema.py) is the table of docs/metrics-schema.md: names, order and
+    types."""
+    assert len(documented_schema(kind)) >= 12
+    assert metrics_store.arrow_schema(kind).equals(documented_schema(kind)), (
+        kind, metrics_store.arrow_schema(kind), documented_schema(kind))
+
+
 def test_files_match_the_synthetic_generator_schema(tmp_path):
     """The files spark_jobs/generate_metrics.py writes (the planner's test
-    data) have the collector's file schema: names, order and types."""
+    data) have the documented file schema (docs/metrics-schema.md, not the
+    model's table both sides are built from): names, order and types."""
     import sys
     pytest.importorskip("numpy")
     jobs = os.path.join(os.path.dirname(__file__), "..", "..", "spark_jobs")
@@ -421,4 +455,4 @@ def test_files_match_the_synthetic_generator_schema(tmp_path):
         files = sorted((tmp_path / "store" / kind).rglob("*.parquet"))
         assert files, kind
         for f in files:
-            assert pq.read_schema(str(f)).remove_metadata().equals(metrics_store.arrow_schema(kind)), (kind, f)
+            assert pq.read_schema(str(f)).remove_metadata().equals(documented_schema(kind)), (kind, f)

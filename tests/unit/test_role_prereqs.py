@@ -11,7 +11,8 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def run_prereqs(tmp_path, spaces):
+def run_prereqs_all(tmp_path, spaces):
+    """(task name, host result) of every task the prereqs ran."""
     play = [{"hosts": "localhost", "gather_facts": False, "connection": "local", "tasks": [
         {"name": "prereqs", "ansible.builtin.include_role": {
             "name": "enmasse.messaging.capacity_planner", "tasks_from": "prereqs.yml"},
@@ -23,9 +24,12 @@ def run_prereqs(tmp_path, spaces):
                           "-e", "ansible_python_interpreter=%s" % sys.executable],
                          capture_output=True, text=True, env=env, cwd=str(tmp_path), check=False, timeout=300)
     data = json.loads(out.stdout[out.stdout.index("{"):])
-    failed = [(t["task"]["name"], h) for p in data["plays"] for t in p["tasks"]
-              for h in t["hosts"].values() if h.get("failed")]
-    return failed
+    return [(t["task"]["name"], h) for p in data["plays"] for t in p["tasks"] for h in t["hosts"].values()]
+
+
+def run_prereqs(tmp_path, spaces):
+    """(task name, host result) of every failed task."""
+    return [(name, h) for name, h in run_prereqs_all(tmp_path, spaces) if h.get("failed")]
 
 
 @pytest.mark.parametrize("bad, rule", [
@@ -39,5 +43,9 @@ def test_capacity_planner_refuses_bad_space_names_with_the_model_rule(tmp_path, 
 
 
 def test_capacity_planner_accepts_good_space_names(tmp_path):
-    failed = run_prereqs(tmp_path, ["good-one", "b2"])
-    assert all(not name.endswith("Check the collection inputs") for name, _res in failed), failed
+    # the check must have run (not skipped, not cut short by an earlier failure) and passed
+    results = run_prereqs_all(tmp_path, ["good-one", "b2"])
+    check = [h for name, h in results if name.endswith("Check the collection inputs")]
+    assert len(check) == 1, results
+    assert not check[0].get("failed") and not check[0].get("skipped"), check[0]
+    assert "All assertions passed" in check[0].get("msg", ""), check[0]

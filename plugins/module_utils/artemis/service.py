@@ -103,9 +103,14 @@ def space_of(ledger, conn, name):
 
 
 def not_supported(space_type):
+    """A type this backend (one Artemis broker per space) does not serve: a
+    standard space reaches it only when the space's connection file says
+    brokered (the modules send type standard to the standard backend)."""
     if space_type == "standard":
-        return ("address space type 'standard' is not yet supported by this collection: only "
-                "'brokered' spaces (one Artemis broker) are implemented")
+        return ("address space type 'standard' is not served by a brokered space's broker (this space's "
+                "connection file says brokered): standard spaces run on the routers and the broker pool of "
+                "the standard infrastructure (the enmasse.messaging.standard role, docs/standard-spaces.md); "
+                "use type brokered here or another space name")
     return None
 
 

@@ -84,15 +84,25 @@ def settings_from_artemis(settings, keys=None):
     return out
 
 
+# A declared topic: no auto-creation on it. The broker role turns
+# auto-creation on for every other name and gives nobody createAddress there,
+# so that an undeclared name is refused by permission (an MQTT SUBSCRIBE then
+# gets failure code 0x80 for it, the connection stays); Artemis checks
+# createAddress for an MQTT subscription queue (created without a routing
+# type) whenever auto-creation is on for its topic, declared or not.
+TOPIC_SETTINGS = {"autoCreateAddresses": False}
+
+
 def artemis_settings(address, catalogue):
     """The Artemis address settings an address must have (may be empty)."""
     if not address or address.get("type") not in ARTEMIS_SETTINGS_TYPES:
         return {}
+    base = dict(TOPIC_SETTINGS) if address.get("type") == "topic" else {}
     plan = catalogue.address_plan(address.get("plan")) or {}
     if not (plan.get("message_ttl") or plan.get("message_redelivery")) and \
             not any(address.get(k) for k in SETTINGS_FIELDS):
-        return {}  # the common case, fast: nothing to set
-    return settings_to_artemis(_plans.effective_settings(address, plan))
+        return base  # the common case, fast: nothing else to set
+    return dict(base, **settings_to_artemis(_plans.effective_settings(address, plan)))
 
 
 def desired_view(address, catalogue, settings=None):

@@ -139,6 +139,23 @@ def address_list_errors(doc, field):
     return errs
 
 
+def address_list_items(doc):
+    """The items of an AddressList (checked by ``address_list_errors``) as
+    Address documents: an item that is a mapping without ``kind`` or
+    ``apiVersion`` takes ``Address`` and the list's ``apiVersion``, as in
+    EnMasse's own example (documentation/common/standard-addresses.yaml, whose
+    items carry only metadata and spec). An item's own kind or version is kept
+    (and checked)."""
+    out = []
+    for item in doc["items"]:
+        if isinstance(item, dict) and ("kind" not in item or "apiVersion" not in item):
+            item = dict(item)
+            item.setdefault("kind", "Address")
+            item.setdefault("apiVersion", doc.get("apiVersion"))
+        out.append(item)
+    return out
+
+
 def address_space_document_errors(doc, name, field="definition"):
     """Every violation of the EnMasse AddressSpace document ``doc`` for the
     address space ``name`` (before conversion)."""

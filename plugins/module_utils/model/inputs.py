@@ -11,7 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError, ValidationError
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.documents import (
-    address_document_errors, address_list_errors, address_space_document_errors, is_document,
+    address_document_errors, address_list_errors, address_list_items, address_space_document_errors, is_document,
     normalize_address, normalize_address_space)
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import (
     address_name_errors, space_name_errors)
@@ -59,7 +59,7 @@ def _expand(where, item, space_name, errors):
         if errs:
             errors.extend(errs)
             return []
-        return [("%s.items[%d]" % (where, j), it) for j, it in enumerate(item["items"])]
+        return [("%s.items[%d]" % (where, j), it) for j, it in enumerate(address_list_items(item))]
     return [(where, item)]
 
 

@@ -34,9 +34,12 @@ IMMUTABLE_ADDRESS_FIELDS = ("type", "topic", "subscription.max_consumers")
 STORED_TYPES = ("queue", "topic", "subscription", "deadletter")
 # types that may name a deadletter / expiry address
 REFERENCE_TYPES = ("queue", "topic", "subscription")
-# types that may carry message_ttl / message_redelivery (EnMasse's CRD allows
-# them on dead letter addresses too)
+# types that may carry message_redelivery (EnMasse's CRD allows it on dead
+# letter addresses too)
 SETTINGS_TYPES = ("queue", "topic", "subscription", "deadletter")
+# types that may carry message_ttl: EnMasse's docs (address TTL restriction:
+# "Applies to address types queue and topic only"), both space types
+TTL_TYPES = ("queue", "topic")
 
 
 def validate_address_space(space, catalogue, field="address_space"):
@@ -185,9 +188,11 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
                             % (f(key), _fmt(ref), "" if type_of(ref) is None else " (it is a %s)" % type_of(ref)))
         # message_ttl, message_redelivery, subscription: types and bounds
         # checked above (types.address_type_errors); here where they apply
-        for key in ("message_ttl", "message_redelivery"):
-            if a.get(key) is not None and atype not in SETTINGS_TYPES:
-                errs.append("%s: %s is only allowed on %s addresses" % (f(key), _fmt(a[key]), ", ".join(SETTINGS_TYPES)))
+        for key, types in (("message_ttl", TTL_TYPES), ("message_redelivery", SETTINGS_TYPES)):
+            if a.get(key) is not None and atype not in types:
+                hint = " (a subscription takes its topic's: set it on topic %s)" % _fmt(topic) \
+                    if atype == "subscription" and topic else ""
+                errs.append("%s: %s is only allowed on %s addresses%s" % (f(key), _fmt(a[key]), ", ".join(types), hint))
         if plan is not None and isinstance(a.get("message_ttl"), dict):
             conflict = _plans.ttl_conflict(a["message_ttl"], plan.get("message_ttl"))
             if conflict:
