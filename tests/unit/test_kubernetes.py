@@ -157,3 +157,89 @@ def test_crds_know_every_field_the_collection_writes():
             assert "spec." + key in crds[kind], (kind, key)
         assert from_document(doc, kind)[1] == []
     assert "status.messageCount" in crds["Address"] and "status.isReady" in crds["AddressSpace"]
+
+
+# ------------------------------------------------------------------ the client against a scripted HTTP server
+
+class FakeServer(object):
+    """A scripted HTTP server on a loopback port: ``answer(method, path,
+    query, body)`` returns (status, json body); every request is recorded."""
+
+    def __init__(self, answer):
+        import http.server
+        import json
+        import threading
+        from urllib.parse import parse_qs, urlsplit
+        self.requests = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _any(self):
+                url = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                query = dict((k, v[0]) for k, v in parse_qs(url.query).items())
+                server.requests.append((self.command, url.path, query, body))
+                status, out = answer(self.command, url.path, query, body)
+                data = json.dumps(out).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            do_GET = do_PATCH = do_DELETE = do_POST = _any
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.host = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def client(self, namespace="ns"):
+        from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.client import KubeClient
+        return KubeClient(k8s_connection.resolve({"host": self.host, "namespace": namespace, "timeout": 5},
+                                                 environ={}))
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def fake_server():
+    servers = []
+
+    def make(answer):
+        servers.append(FakeServer(answer))
+        return servers[-1]
+    yield make
+    for s in servers:
+        s.close()
+
+
+def _page(items, token):
+    return {"kind": "AddressPlanList", "metadata": {"resourceVersion": "7", "continue": token}, "items": items}
+
+
+@pytest.mark.parametrize("token", ["continue-not-supported", "same-token-every-time"])
+def test_list_stops_on_a_repeated_or_unsupported_continue_token(fake_server, token):
+    """A proxy that answers every page with the same continue token (the
+    Ansible Operator SDK's: continue-not-supported) must not page forever."""
+    from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.client import KubeError
+    def answer(method, path, query, body):  # after 20 pages the last one: the old loop ends instead of hanging
+        return 200, _page([{"metadata": {"name": "p"}}], token if len(srv.requests) < 20 else None)
+    srv = fake_server(answer)
+    with pytest.raises(KubeError) as e:
+        srv.client().list("AddressPlan")
+    assert len(srv.requests) <= 2, len(srv.requests)
+    msg = str(e.value)
+    assert "list AddressPlan in namespace ns" in msg and "does not page lists" in msg and repr(token) in msg, msg
+
+
+def test_list_follows_real_continue_tokens(fake_server):
+    pages = {None: _page([{"n": 1}], "t1"), "t1": _page([{"n": 2}], "t2"), "t2": _page([{"n": 3}], None)}
+    srv = fake_server(lambda method, path, query, body: (200, pages[query.get("continue")]))
+    items, rv = srv.client().list("AddressPlan")
+    assert [i["n"] for i in items] == [1, 2, 3] and rv == "7" and len(srv.requests) == 3

@@ -41,6 +41,8 @@ MANAGED_LABELS = {MANAGED_BY: FIELD_MANAGER}
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 LIST_PAGE = 5000
 RETRIES_429 = 10
+# continue tokens that say a server (a proxy) does not page: the Ansible Operator SDK's API proxy
+UNSUPPORTED_CONTINUE = ("continue-not-supported",)
 # the documents come from the model and the shipped CRDs have every field they set
 # (tests/unit/test_kubernetes.py): the server skips the unknown-field check
 FIELD_VALIDATION = "Ignore"
@@ -174,20 +176,34 @@ class KubeClient(object):
                 query["labelSelector"] = label_selector
             data = self.request("GET", self.path(kind), query, what="list %s in namespace %s" % (kind, self.namespace))
             return data.get("items") or [], (data.get("metadata") or {}).get("resourceVersion")
-        items, token, rv = [], None, None
+        items, token, rv, seen = [], None, None, set()
+        what = "list %s in namespace %s" % (kind, self.namespace)
         while True:
             query = {"limit": LIST_PAGE}
             if token:
                 query["continue"] = token
             if label_selector:
                 query["labelSelector"] = label_selector
-            data = self.request("GET", self.path(kind), query, what="list %s in namespace %s" % (kind, self.namespace))
+            data = self.request("GET", self.path(kind), query, what=what)
             items.extend(data.get("items") or [])
             meta = data.get("metadata") or {}
             rv = meta.get("resourceVersion", rv)
             token = meta.get("continue")
             if not token:
                 return items, rv
+            self._check_continue(token, seen, what)
+            seen.add(token)
+
+    def _check_continue(self, token, seen, what):
+        """A paging token must be new and real: a server (or a proxy such as
+        the Ansible Operator SDK's, which answers ``continue-not-supported``)
+        that gives the same token again would page forever."""
+        if token in UNSUPPORTED_CONTINUE or token in seen:
+            raise KubeError(["%s: the server at %s (%s) does not page lists: it answered the continue token %r %s; "
+                             "the list would be incomplete: talk to the API server directly, not "
+                             "through a proxy that does not support paging"
+                             % (what, self.host, self.source, _short(token),
+                                "again" if token in seen else "(paging not supported)")])
 
     def get(self, kind, name):
         """The object, or None when it does not exist."""
