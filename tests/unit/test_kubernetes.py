@@ -243,3 +243,35 @@ def test_list_follows_real_continue_tokens(fake_server):
     srv = fake_server(lambda method, path, query, body: (200, pages[query.get("continue")]))
     items, rv = srv.client().list("AddressPlan")
     assert [i["n"] for i in items] == [1, 2, 3] and rv == "7" and len(srv.requests) == 3
+
+
+def _plan_obj(name, manager, labels=None):
+    return {"apiVersion": "admin.enmasse.io/v1beta2", "kind": "AddressPlan",
+            "metadata": {"name": name, "uid": "u-" + name, "labels": labels or {},
+                         "managedFields": [{"manager": manager, "operation": "Apply"}]},
+            "spec": {"addressType": "queue", "resources": {"broker": 0.1}}}
+
+
+def _plans_server(fake_server, objs):
+    def answer(method, path, query, body):
+        if method == "GET":
+            kind_items = [o for o in objs if path.endswith("/addressplans")]
+            return 200, {"metadata": {"resourceVersion": "1"}, "items": kind_items}
+        return 200, {"kind": "Status", "status": "Success"}
+    return fake_server(answer)
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_plan_absent_deletes_only_the_collections_plans(fake_server, check_mode):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue import service as catalogue
+    from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import plans as k8s_plans
+    mine = _plan_obj("mine-queue", "enmasse.messaging", {"app.kubernetes.io/managed-by": "enmasse.messaging"})
+    srv = _plans_server(fake_server, [_plan_obj("brokered-queue", "enmasse.messaging-examples"),
+                                      _plan_obj("hand-queue", "kubectl"), mine])
+    params = {"state": "absent", "address_plans": ["brokered-queue", "hand-queue", "mine-queue"]}
+    r = k8s_plans.converge_plans(srv.client(), params, catalogue.ADDRESS_PLANS, check_mode)
+    deletes = [p for m, p, q, b in srv.requests if m == "DELETE"]
+    assert deletes == ["/apis/admin.enmasse.io/v1beta2/namespaces/ns/addressplans/mine-queue"], srv.requests
+    assert r["changes"]["deleted"] == ["mine-queue"] and r["changed"]
+    assert r["warnings"] == ["not deleted, not made by this collection: AddressPlan brokered-queue (owner: "
+                             "enmasse.messaging-examples), AddressPlan hand-queue (owner: kubectl)"]

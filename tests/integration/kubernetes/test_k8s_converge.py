@@ -216,3 +216,23 @@ def test_space_plan_change_validated_against_the_spaces_addresses(space):
     assert space.list("AddressSpace")["shop"]["spec"]["plan"] == "brokered-single-broker"
     r = space.run("address_space", name="shop", type="standard", plan="brokered-single-broker")
     assert r.failed and "type is immutable" in r.msg, dump(r.result)
+
+
+def test_plan_absent_leaves_plans_the_collection_did_not_make(ns):
+    """The role's example plans (field manager enmasse.messaging-examples) and
+    a hand-made plan survive state: absent, in check mode too."""
+    ns.create_as("kubectl", {"apiVersion": "admin.enmasse.io/v1beta2", "kind": "AddressPlan",
+                             "metadata": {"name": "hand-queue"},
+                             "spec": {"addressType": "queue", "resources": {"broker": 0.1}}})
+    for check in (True, False):
+        r = ns.run("address_plan", check_mode=check, address_plans=["brokered-queue", "hand-queue"], state="absent")
+        assert not r.failed and not r.changed and r["changes"]["deleted"] == [], r
+        assert "not made by this collection" in str(r["warnings"]) and "hand-queue (owner: kubectl)" in str(r["warnings"])
+        r = ns.run("address_space_plan", check_mode=check, name="standard-small", state="absent")
+        assert not r.failed and not r.changed, r
+    assert {"brokered-queue", "hand-queue"} <= set(ns.list("AddressPlan"))
+    assert "standard-small" in ns.list("AddressSpacePlan")
+    # the collection's own plan is deleted
+    assert ns.run("address_plan", name="mine", address_type="queue", resources={"broker": 0.1}).changed
+    r = ns.run("address_plan", name="mine", state="absent")
+    assert r.changed and r["changes"]["deleted"] == ["mine"] and "mine" not in ns.list("AddressPlan"), r
