@@ -275,3 +275,23 @@ def test_plan_absent_deletes_only_the_collections_plans(fake_server, check_mode)
     assert r["changes"]["deleted"] == ["mine-queue"] and r["changed"]
     assert r["warnings"] == ["not deleted, not made by this collection: AddressPlan brokered-queue (owner: "
                              "enmasse.messaging-examples), AddressPlan hand-queue (owner: kubectl)"]
+
+
+def test_object_name_limit_is_on_space_dot_name():
+    """253 characters for the whole metadata.name <space>.<name>, not the name part
+    alone: the API server refuses a longer object (after others of the task were made)."""
+    from ansible_collections.enmasse.messaging.plugins.module_utils.model import validation
+    from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import address_inputs
+    name = ".".join(["a" * 60] * 4) + ".bbbbbbbb"  # every component within 60
+    assert len(name) == 252
+    space = {"name": "s1", "type": "brokered", "plan": "brokered-single-broker"}
+    ok = {"address": "q", "type": "queue", "plan": "brokered-queue", "name": name[:250]}
+    bad = dict(ok, address="r", name=name)  # s1.<name> is 255 characters
+    errs = validation.validate_addresses(space, [ok, bad], model_plans.Catalogue.default())
+    assert len(errs) == 1 and errs[0].startswith("addresses[1](r).name: ") and \
+        "is 252 characters long: the object name s1.<name> would be 255 characters, at most 253 are " \
+        "allowed (250 for the name)" in errs[0], errs
+    doc = {"apiVersion": "enmasse.io/v1beta1", "kind": "Address", "metadata": {"name": "s1." + name},
+           "spec": {"address": "q", "type": "queue", "plan": "brokered-queue"}}
+    unused, unused, errs, unused = address_inputs({"addresses": [doc], "state": "present"}, "s1")
+    assert len(errs) == 1 and "s1.<name> would be 255 characters" in errs[0], errs
