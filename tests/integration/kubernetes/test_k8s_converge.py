@@ -236,3 +236,15 @@ def test_plan_absent_leaves_plans_the_collection_did_not_make(ns):
     assert ns.run("address_plan", name="mine", address_type="queue", resources={"broker": 0.1}).changed
     r = ns.run("address_plan", name="mine", state="absent")
     assert r.changed and r["changes"]["deleted"] == ["mine"] and "mine" not in ns.list("AddressPlan"), r
+
+
+def test_object_name_too_long_with_the_space_refused_before_any_write(space):
+    name = ".".join(["a" * 60] * 4) + ".bbbbbbbb"  # 252 characters: shop.<name> is 257
+    r = space.run("address", address_space="shop", addresses=[
+        QUEUE, {"address": "dlq", "type": "deadletter", "plan": "brokered-deadletter"},
+        {"address": "long", "type": "queue", "plan": "brokered-queue", "name": name}])
+    assert r.failed and "shop.<name> would be 257 characters, at most 253" in r.msg, r
+    assert space.addresses() == {}
+    r = space.run("address", address_space="shop", addresses=[
+        QUEUE, {"address": "long", "type": "queue", "plan": "brokered-queue", "name": name[:248]}])
+    assert not r.failed and len(space.list("Address")["shop." + name[:248]]["metadata"]["name"]) == 253, r
