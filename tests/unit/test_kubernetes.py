@@ -295,3 +295,77 @@ def test_object_name_limit_is_on_space_dot_name():
            "spec": {"address": "q", "type": "queue", "plan": "brokered-queue"}}
     unused, unused, errs, unused = address_inputs({"addresses": [doc], "state": "present"}, "s1")
     assert len(errs) == 1 and "s1.<name> would be 255 characters" in errs[0], errs
+
+
+class FakeApi(object):
+    """A namespace of EnMasse objects behind the scripted server: LIST, GET,
+    server-side apply (PATCH, the field manager recorded), DELETE."""
+
+    def __init__(self, fake_server, plans=True):
+        self.objects = {}
+        if plans:
+            with open(os.path.join(ROLE_FILES, "example-plans.yaml")) as f:
+                for doc in yaml.safe_load(f)["items"]:
+                    self.put(doc, "enmasse.messaging-examples")
+        self.server = fake_server(self.answer)
+
+    @staticmethod
+    def plural(kind):
+        from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.client import RESOURCES
+        return RESOURCES[kind][2]
+
+    def put(self, doc, manager):
+        import copy
+        obj = copy.deepcopy(doc)
+        obj["metadata"].setdefault("uid", "uid-" + obj["metadata"]["name"])
+        obj["metadata"]["managedFields"] = [{"manager": manager, "operation": "Apply"}]
+        self.objects.setdefault(self.plural(obj["kind"]), {})[obj["metadata"]["name"]] = obj
+        return obj
+
+    def answer(self, method, path, query, body):
+        parts = path.split("/")  # '', apis, group, version, namespaces, ns, plural[, name]
+        store = self.objects.setdefault(parts[6], {})
+        name = parts[7] if len(parts) > 7 else None
+        if method == "GET" and name is None:
+            return 200, {"metadata": {"resourceVersion": "1"}, "items": list(store.values())}
+        if method == "PATCH":
+            obj = dict(body, metadata=dict(body["metadata"]))
+            return 200, obj if query.get("dryRun") else self.put(obj, query.get("fieldManager"))
+        if name not in store:
+            return 404, {"kind": "Status", "reason": "NotFound", "details": {"name": name}, "message": "not found"}
+        if method == "DELETE":
+            if not query.get("dryRun"):
+                store.pop(name)
+            return 200, {"kind": "Status", "status": "Success"}
+        return 200, store[name]
+
+    def writes(self):
+        return [(m, p) for m, p, q, b in self.server.requests if m in ("PATCH", "POST", "DELETE")]
+
+
+def _brokered_space(api):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import objects as k8s_objects
+    api.put(k8s_objects.space_object({"name": "shop", "type": "brokered", "plan": "brokered-single-broker"}),
+            "enmasse.messaging")
+
+
+def test_two_objects_with_one_address_are_refused_naming_both(fake_server):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ServiceError
+    from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import service
+    api = FakeApi(fake_server)
+    _brokered_space(api)
+    queue = {"address": "orders", "type": "queue", "plan": "brokered-queue"}
+    api.put(objects.address_object("shop", queue), "enmasse.messaging")
+    api.put({"apiVersion": "enmasse.io/v1beta1", "kind": "Address", "metadata": {"name": "shop.zz-by-hand"},
+             "spec": dict(queue)}, "kubectl")
+    for kwargs in ({"present": [queue], "absent": []}, {"present": [], "absent": ["orders"]},
+                   {"present": [], "absent": [], "prune": True}):
+        with pytest.raises(ServiceError) as e:
+            service.converge_addresses(api.server.client(), "shop", **kwargs)
+        assert ("address 'orders': Address objects shop.orders.%s, shop.zz-by-hand in namespace 'ns' all have "
+                "spec.address 'orders'" % objects.generated_name("shop", "orders").split(".", 2)[2]) in str(e.value)
+    assert api.writes() == []
+    # another address of the space is not held up by it
+    r = service.converge_addresses(api.server.client(), "shop", [{"address": "q2", "type": "queue",
+                                                                  "plan": "brokered-queue"}], [])
+    assert r["changes"]["created"] == ["q2"]

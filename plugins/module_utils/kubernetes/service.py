@@ -64,14 +64,33 @@ def _plan_document(obj):
     return dict((k, v) for k, v in obj.items() if k != "status")
 
 
-def space_addresses(client, space_name):
-    """{address: live object} of the address space (one LIST of the namespace)."""
+def space_address_objects(client, space_name):
+    """({address: live object}, {address: [object names]} of the addresses
+    that more than one object of the space has) (one LIST of the namespace)."""
     items, unused = client.list("Address", cached=True)
-    out = {}
+    out, dups = {}, {}
     for obj in items:
         if _objects.space_of_address(obj) == space_name and isinstance((obj.get("spec") or {}).get("address"), str):
-            out[obj["spec"]["address"]] = obj
-    return out
+            address = obj["spec"]["address"]
+            if address in out:
+                dups.setdefault(address, [out[address]["metadata"]["name"]]).append(obj["metadata"]["name"])
+                if _objects.owned(out[address]) and not _objects.owned(obj):
+                    continue  # the collection's object stands for the address
+            out[address] = obj
+    return out, dups
+
+
+def space_addresses(client, space_name):
+    """{address: live object} of the address space (one LIST of the namespace)."""
+    return space_address_objects(client, space_name)[0]
+
+
+def duplicate_errors(dups, names, namespace):
+    """Refuse to touch an address that two objects of the space carry: which
+    one the task meant is not known (EnMasse allows one per address)."""
+    return ["address %r: Address objects %s in namespace %r all have spec.address %r; an address has one object: "
+            "delete the others (kubectl delete addresses.enmasse.io <name>), then run the task again"
+            % (a, ", ".join(sorted(dups[a])), namespace, a) for a in sorted(dups) if names is None or a in names]
 
 
 def read_space(client, name):
@@ -156,7 +175,8 @@ def converge_addresses(client, space_name, present, absent, prune=False, force=F
     catalogue = read_catalogue(client)
     if catalogue.address_space_plan(space["plan"]) is None:
         raise ServiceError(_validation.space_plan_missing(space, catalogue))
-    live = space_addresses(client, space_name)
+    live, dups = space_address_objects(client, space_name)
+    errs.extend(duplicate_errors(dups, None if prune else names | set(absent), client.namespace))
     plain_live = dict((n, _objects.plain_address(o)) for n, o in live.items())
     owned = dict((n, plain_live[n]) for n, o in live.items() if _objects.owned(o))
     absent_set = set(absent)
@@ -343,7 +363,7 @@ def delete_space(client, name, force=False, check_mode=False, wait=False, wait_t
                            "label app.kubernetes.io/managed-by=enmasse.messaging or the field manager "
                            "enmasse.messaging; owner: %s): not deleted"
                            % (name, client.namespace, _objects.owner(obj)))
-    live = space_addresses(client, name)
+    live, dups = space_address_objects(client, name)
     mine = dict((n, o) for n, o in live.items() if _objects.owned(o))
     names = sorted(mine)
     held = _check_deletes(names, live, force)
@@ -362,7 +382,7 @@ def delete_space(client, name, force=False, check_mode=False, wait=False, wait_t
         if pending:
             raise ServiceError(["address space %r: still there after %ss (finalizers?)" % (name, wait_timeout)])
     warnings = []
-    others = sorted(n for n in live if n not in mine)
+    others = sorted(set(n for n in live if n not in mine) | set(dups))
     if others:
         warnings.append("address space %r deleted; %d address(es) not made by this collection are left for their "
                         "owner (or the operator) to remove: %s" % (name, len(others), ", ".join(others[:SHOWN])))

@@ -248,3 +248,19 @@ def test_object_name_too_long_with_the_space_refused_before_any_write(space):
     r = space.run("address", address_space="shop", addresses=[
         QUEUE, {"address": "long", "type": "queue", "plan": "brokered-queue", "name": name[:248]}])
     assert not r.failed and len(space.list("Address")["shop." + name[:248]]["metadata"]["name"]) == 253, r
+
+
+def test_two_objects_with_the_same_address_are_refused_naming_both(space):
+    assert space.run("address", address_space="shop", addresses=[QUEUE]).changed
+    mine = space.addresses()["orders"]["metadata"]["name"]
+    space.create_as("kubectl", {"apiVersion": "enmasse.io/v1beta1", "kind": "Address",
+                                "metadata": {"name": "shop.zz-by-hand"}, "spec": dict(QUEUE, deadletter="x")})
+    before = dict((n, o["metadata"]["resourceVersion"]) for n, o in space.list("Address").items())
+    for args in ({"addresses": [dict(QUEUE, message_ttl={"maximum": 5000})]},
+                 {"address": "orders", "state": "absent"}, {"addresses": [], "prune": True}):
+        r = space.run("address", address_space="shop", **args)
+        assert r.failed and ("Address objects %s, shop.zz-by-hand in namespace %r all have spec.address 'orders'"
+                             % (mine, space.name)) in r.msg, r
+    assert dict((n, o["metadata"]["resourceVersion"]) for n, o in space.list("Address").items()) == before
+    # the space's other addresses are not held up
+    assert not space.run("address", address_space="shop", address="q2", type="queue", plan="brokered-queue").failed
