@@ -324,6 +324,8 @@ class FakeApi(object):
 
     def answer(self, method, path, query, body):
         parts = path.split("/")  # '', apis, group, version, namespaces, ns, plural[, name]
+        if parts[1] == "api":  # core API: namespaces, which the fake does not have
+            return 404, {"kind": "Status", "reason": "NotFound", "details": {"name": parts[-1]}, "message": "nf"}
         store = self.objects.setdefault(parts[6], {})
         name = parts[7] if len(parts) > 7 else None
         if method == "GET" and name is None:
@@ -369,3 +371,67 @@ def test_two_objects_with_one_address_are_refused_naming_both(fake_server):
     r = service.converge_addresses(api.server.client(), "shop", [{"address": "q2", "type": "queue",
                                                                   "plan": "brokered-queue"}], [])
     assert r["changes"]["created"] == ["q2"]
+
+
+# ------------------------------------------------------------------ messages
+
+def test_401_is_bad_credentials_not_rbac(fake_server):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.client import KubeError
+    srv = fake_server(lambda m, p, q, b: (401, {"kind": "Status", "message": "Unauthorized", "code": 401}))
+    with pytest.raises(KubeError) as e:
+        srv.client().get("AddressSpace", "shop")
+    msg = str(e.value)
+    assert "Unauthorized (HTTP 401): the API server at %s did not accept the credentials from host %s" \
+        % (srv.host, srv.host) in msg and "RBAC" not in msg and "valid token" in msg, msg
+    srv = fake_server(lambda m, p, q, b: (403, {"kind": "Status", "message": "forbidden: no", "code": 403}))
+    with pytest.raises(KubeError, match="HTTP 403.*ClusterRole enmasse-messaging-manager"):
+        srv.client().get("AddressSpace", "shop")
+
+
+@pytest.mark.parametrize("params,env", [({"host": "127.0.0.1:6443"}, {}), ({}, {"K8S_AUTH_HOST": "api.example:6443"})])
+def test_host_without_scheme_is_refused(params, env):
+    with pytest.raises(ConfigError, match=r"host: '[^']*' has no scheme: give the API server's URL, e\.g\. https://"):
+        k8s_connection.resolve(params, environ=env)
+
+
+def test_missing_namespace_is_named_not_an_unknown_plan(fake_server):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.errors import EnmasseError
+    from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import service
+    api = FakeApi(fake_server, plans=False)
+    desired = {"name": "shop", "type": "brokered", "plan": "brokered-single-broker"}
+    with pytest.raises(EnmasseError) as e:  # the fake has no namespaces: GET /api/v1/namespaces/ns is a 404
+        service.converge_space(api.server.client(), desired)
+    assert str(e.value).startswith("namespace 'ns' does not exist on http://127.0.0.1:"), str(e.value)
+    with pytest.raises(EnmasseError, match="namespace 'ns' does not exist"):
+        service.converge_addresses(api.server.client(), "shop", [{"address": "q", "type": "queue",
+                                                                  "plan": "brokered-queue"}], [])
+    assert api.writes() == []
+
+
+def test_input_documents_metadata_not_applied_is_said():
+    doc = {"apiVersion": "enmasse.io/v1beta1", "kind": "Address",
+           "metadata": {"name": "shop.a", "namespace": "elsewhere", "labels": {"team": "x"}, "annotations": {"a": "b"}},
+           "spec": {"address": "a", "type": "queue", "plan": "brokered-queue"}}
+    lst = {"apiVersion": "enmasse.io/v1beta1", "kind": "AddressList", "items": [{"address": "b"}, doc]}
+    params = {"addresses": [{"address": "c"}, lst, dict(doc, metadata={"name": "shop.n", "namespace": "ns"})]}
+    assert k8s_modules.metadata_warnings(params, "addresses", "ns") == [
+        "addresses[1].items[1].metadata.labels and annotations: not applied: the objects get only the collection's "
+        "label app.kubernetes.io/managed-by=enmasse.messaging (set other labels and annotations with "
+        "kubernetes.core.k8s)",
+        "addresses[1].items[1].metadata.namespace 'elsewhere': ignored: the objects are made in namespace 'ns' "
+        "(the namespace option)"]
+    assert k8s_modules.metadata_warnings({"definition": dict(doc, metadata={"labels": {"l": "1"}})}, None, "ns") == [
+        "definition.metadata.labels: not applied: the objects get only the collection's label "
+        "app.kubernetes.io/managed-by=enmasse.messaging (set other labels and annotations with kubernetes.core.k8s)"]
+
+
+def test_prune_names_the_addresses_it_leaves(fake_server):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import service
+    api = FakeApi(fake_server)
+    _brokered_space(api)
+    api.put({"apiVersion": "enmasse.io/v1beta1", "kind": "Address", "metadata": {"name": "shop.by-hand"},
+             "spec": {"address": "by-hand", "type": "queue", "plan": "brokered-queue"}}, "kubectl")
+    r = service.converge_addresses(api.server.client(), "shop", [], [], prune=True)
+    assert not r["changed"] and r["warnings"] == [
+        "prune: 1 address(es) not made by this collection not deleted (their owner or the operator removes them): "
+        "by-hand"], r

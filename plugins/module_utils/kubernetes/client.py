@@ -57,6 +57,8 @@ RESOURCES = {
 }
 CRD_HINT = ("install the CRDs first (the role enmasse.messaging.kubernetes_crds, or kubectl apply -f "
             "roles/kubernetes_crds/files/crds/)")
+AUTH_HINT = ("give a valid token (api_key, K8S_AUTH_API_KEY, e.g. kubectl create token <service account>) or "
+             "client certificate, or a kubeconfig that has one")
 RBAC_HINT = "the identity needs the RBAC of roles/kubernetes_crds (ClusterRole enmasse-messaging-manager)"
 
 
@@ -157,7 +159,11 @@ class KubeClient(object):
                 return KubeError(["%s: %s" % (what, msg)], status, conflicts)
         if status == 404 and (body.get("details") or {}).get("name") is None and "could not find the requested" in msg:
             return KubeError(["%s: the cluster does not serve this kind (%s): %s" % (what, msg, CRD_HINT)], status)
-        if status in (401, 403):
+        if status == 401:
+            return KubeError(["%s: %s (HTTP 401): the API server at %s did not accept the credentials from %s "
+                              "(an expired or revoked token, a token or certificate of another cluster?): %s"
+                              % (what, msg, self.host, self.source, AUTH_HINT)], status)
+        if status == 403:
             return KubeError(["%s: %s (HTTP %d): %s" % (what, msg, status, RBAC_HINT)], status)
         return KubeError(["%s: %s (HTTP %s)" % (what, msg, status)], status)
 
@@ -204,6 +210,19 @@ class KubeClient(object):
                              "through a proxy that does not support paging"
                              % (what, self.host, self.source, _short(token),
                                 "again" if token in seen else "(paging not supported)")])
+
+    def namespace_exists(self):
+        """True or False; None when the identity may not read namespaces
+        (a RoleBinding does not grant that)."""
+        try:
+            self.request("GET", "/api/v1/namespaces/%s" % self.namespace, what="namespace %s" % self.namespace)
+        except KubeError as e:
+            if e.status == 404:
+                return False
+            if e.status == 403:
+                return None
+            raise
+        return True
 
     def get(self, kind, name):
         """The object, or None when it does not exist."""

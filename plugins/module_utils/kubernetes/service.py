@@ -60,6 +60,26 @@ def read_catalogue(client):
     return _plans.Catalogue.with_default_infra(space_plans, address_plans)
 
 
+def missing_namespace_errors(client):
+    """The namespace itself is missing (an empty catalogue, no AddressSpace):
+    say so, rather than that a plan or space is unknown."""
+    if client.namespace_exists() is False:
+        return ["namespace %r does not exist on %s: create it (the role enmasse.messaging.kubernetes_crds does, with "
+                "kubernetes_crds_namespace, and applies EnMasse's example plans there) or give another namespace"
+                % (client.namespace, client.host)]
+    return []
+
+
+def no_plans_errors(client, catalogue):
+    """An empty catalogue: the namespace is missing, or has no plan objects."""
+    if catalogue.address_space_plan_names():
+        return []
+    return missing_namespace_errors(client) or [
+        "namespace %r has no AddressSpacePlan objects: the catalogue on a cluster is the namespace's plan objects "
+        "(the role enmasse.messaging.kubernetes_crds applies EnMasse's example plans with kubernetes_crds_namespace; "
+        "or make plans with enmasse.messaging.address_space_plan and address_plan)" % client.namespace]
+
+
 def _plan_document(obj):
     return dict((k, v) for k, v in obj.items() if k != "status")
 
@@ -170,6 +190,9 @@ def converge_addresses(client, space_name, present, absent, prune=False, force=F
             errs.append("absent[%d]: %r is listed both as present and as absent" % (i, name))
     space_obj, space = read_space(client, space_name)
     if space_obj is None:
+        errs = missing_namespace_errors(client)
+        if errs:
+            raise ConfigError(errs)
         raise ConfigError("address space %r does not exist in namespace %r: create it with "
                           "enmasse.messaging.address_space (backend: kubernetes)" % (space_name, client.namespace))
     catalogue = read_catalogue(client)
@@ -271,6 +294,12 @@ def converge_addresses(client, space_name, present, absent, prune=False, force=F
     skipped = [n for n in absent if n not in owned and n in live]
     if skipped:
         warnings.append("not deleted, not owned by this collection (created by hand?): %s" % ", ".join(skipped))
+    if prune:
+        kept = sorted(n for n in live if n not in owned and n not in names and n not in absent_set)
+        if kept:
+            warnings.append("prune: %d address(es) not made by this collection not deleted (their owner or the "
+                            "operator removes them): %s%s" % (len(kept), ", ".join(kept[:SHOWN]),
+                                                               ", ..." if len(kept) > SHOWN else ""))
     if warnings:
         result["warnings"] = warnings
     if wait_errors:
@@ -313,7 +342,7 @@ def converge_space(client, desired, force_conflicts=False, check_mode=False, wai
     name = desired["name"]
     obj = client.get("AddressSpace", name)
     catalogue = read_catalogue(client)
-    errs = _validation.validate_address_space(desired, catalogue)
+    errs = no_plans_errors(client, catalogue) or _validation.validate_address_space(desired, catalogue)
     old = _objects.plain_space(obj) if obj is not None else {}
     if old.get("type") and old["type"] != desired.get("type"):
         errs.append("address_space.type: %r cannot change (it is %r); type is immutable: delete the "

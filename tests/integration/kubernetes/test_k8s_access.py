@@ -66,6 +66,16 @@ def test_identity_without_rbac_is_refused_by_the_server(kube):
     assert r.failed and "HTTP 403" in r.msg and "ClusterRole enmasse-messaging-manager" in r.msg, r
 
 
+def test_a_token_the_server_does_not_accept_is_not_called_rbac(kube):
+    r = helpers.run_module("address_space_info", {"backend": "kubernetes", "host": kube.host, "api_key": "not-a-token",
+                                                  "ca_cert": kube.ca_cert, "namespace": ROLE_NAMESPACE, "name": "x"})
+    assert r.failed and "(HTTP 401): the API server at %s did not accept the credentials" % kube.host in r.msg, r
+    assert "RBAC" not in r.msg and "not-a-token" not in r.stdout, r
+    r = helpers.run_module("address_space_info", {"backend": "kubernetes", "host": kube.host[len("https://"):],
+                                                  "namespace": ROLE_NAMESPACE, "name": "x"})
+    assert r.failed and "has no scheme" in r.msg, r
+
+
 def test_k8s_auth_environment_and_certificate_checks(kube, monkeypatch):
     token = sa_token(kube)
     monkeypatch.setenv("K8S_AUTH_HOST", kube.host)

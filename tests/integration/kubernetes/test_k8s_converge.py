@@ -115,6 +115,8 @@ def test_prune_and_absent_touch_only_the_collections_objects(space):
                                 "spec": {"address": "copied", "type": "queue", "plan": "brokered-queue"}})
     r = space.run("address", address_space="shop", addresses=[QUEUE], prune=True)
     assert not r.failed and r["changes"]["deleted"] == ["gone"], r
+    assert "prune: 2 address(es) not made by this collection not deleted" in str(r["warnings"]) and \
+        "copied, handmade" in str(r["warnings"]), r
     assert sorted(space.addresses()) == ["copied", "handmade", "orders"]
     r = space.run("address", address_space="shop", address="handmade", state="absent")
     assert not r.changed and "not owned" in str(r.get("warnings")), r
@@ -202,9 +204,16 @@ def test_a_namespace_without_plan_objects_knows_no_plan(kube):
     """The catalogue is the namespace's objects: the hosts' default plans are not implied."""
     ns = Namespace(kube, kube.create_namespace("bare-" + str(id(kube))[-6:], plans=False))
     r = ns.run("address_space", name="s1", type="brokered", plan="brokered-single-broker")
-    assert r.failed and r.msg == ("address_space.plan: 'brokered-single-broker' is not a known address space plan "
-                                  "(known: )"), r
+    assert r.failed and r.msg.startswith("namespace %r has no AddressSpacePlan objects: the catalogue on a cluster "
+                                         "is the namespace's plan objects" % ns.name), r
     assert ns.list("AddressSpace") == {}
+    # a namespace that does not exist is named as such
+    gone = Namespace(kube, "no-such-namespace")
+    for module, args in (("address_space", {"name": "s1", "type": "brokered", "plan": "brokered-single-broker"}),
+                         ("address", {"address_space": "s1", "address": "q", "type": "queue",
+                                      "plan": "brokered-queue"})):
+        r = gone.run(module, **args)
+        assert r.failed and r.msg.startswith("namespace 'no-such-namespace' does not exist on https://127.0.0.1:"), r
 
 
 def test_space_plan_change_validated_against_the_spaces_addresses(space):
@@ -264,3 +273,15 @@ def test_two_objects_with_the_same_address_are_refused_naming_both(space):
     assert dict((n, o["metadata"]["resourceVersion"]) for n, o in space.list("Address").items()) == before
     # the space's other addresses are not held up
     assert not space.run("address", address_space="shop", address="q2", type="queue", plan="brokered-queue").failed
+
+
+def test_input_document_metadata_not_applied_is_warned(space):
+    doc = {"apiVersion": "enmasse.io/v1beta1", "kind": "Address",
+           "metadata": {"name": "shop.orders", "namespace": "elsewhere", "labels": {"team": "a"}},
+           "spec": {"address": "orders", "type": "queue", "plan": "brokered-queue"}}
+    r = space.run("address", address_space="shop", addresses=[doc])
+    assert not r.failed and r.changed, r
+    w = str(r["warnings"])
+    assert "addresses[0].metadata.labels: not applied" in w and \
+        "addresses[0].metadata.namespace 'elsewhere': ignored: the objects are made in namespace %r" % space.name in w
+    assert "team" not in space.list("Address")["shop.orders"]["metadata"]["labels"]
