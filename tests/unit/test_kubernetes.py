@@ -435,3 +435,47 @@ def test_prune_names_the_addresses_it_leaves(fake_server):
     assert not r["changed"] and r["warnings"] == [
         "prune: 1 address(es) not made by this collection not deleted (their owner or the operator removes them): "
         "by-hand"], r
+
+
+# ------------------------------------------------------------------ the shipped CRDs against EnMasse 0.33's
+
+def _crds():
+    out = {}
+    for f in sorted(os.listdir(os.path.join(ROLE_FILES, "crds"))):
+        with open(os.path.join(ROLE_FILES, "crds", f)) as fh:
+            d = yaml.safe_load(fh)
+        out[d["spec"]["names"]["kind"]] = d
+    return out
+
+
+def _objects_without_preserve(schema, where):
+    """Object nodes that would prune a field they do not list (EnMasse's
+    v1beta1 CRDs pruned nothing)."""
+    out = []
+    if schema.get("type") == "object" and "additionalProperties" not in schema \
+            and not schema.get("x-kubernetes-preserve-unknown-fields"):
+        out.append(where)
+    for k, v in (schema.get("properties") or {}).items():
+        out.extend(_objects_without_preserve(v, where + "." + k))
+    if isinstance(schema.get("items"), dict):
+        out.extend(_objects_without_preserve(schema["items"], where + "[]"))
+    if isinstance(schema.get("additionalProperties"), dict):
+        out.extend(_objects_without_preserve(schema["additionalProperties"], where + ".*"))
+    return out
+
+
+def test_crds_are_enmasses_status_with_the_object_unknown_fields_kept():
+    """EnMasse 0.33's CRDs (templates/crds/*.crd.yaml, apiextensions v1beta1):
+    a status subresource for MessagingUser only (its operator writes the status
+    of the others with the object: with a subresource the server drops it),
+    and no pruning (its manifests carry the legacy spec.addressSpace, its docs
+    the typo messageTtl.minimim)."""
+    crds = _crds()
+    for kind, crd in crds.items():
+        for v in crd["spec"]["versions"]:
+            has_status = "status" in (v.get("subresources") or {})
+            assert has_status == (kind == "MessagingUser"), (kind, v["name"])
+            assert _objects_without_preserve(v["schema"]["openAPIV3Schema"], kind) == [], (kind, v["name"])
+    spec = crds["Address"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["properties"]["addressSpace"]["type"] == "string"
+    assert spec["required"] == ["address", "type", "plan"]

@@ -55,6 +55,8 @@ RESOURCES = {
     "AddressSpacePlan": ("admin.enmasse.io", "v1beta2", "addressspaceplans"),
     "MessagingUser": ("user.enmasse.io", "v1beta1", "messagingusers"),
 }
+# the kinds whose CRD has a status subresource (EnMasse 0.33's: MessagingUser only)
+STATUS_SUBRESOURCE = ("MessagingUser",)
 CRD_HINT = ("install the CRDs first (the role enmasse.messaging.kubernetes_crds, or kubectl apply -f "
             "roles/kubernetes_crds/files/crds/)")
 AUTH_HINT = ("give a valid token (api_key, K8S_AUTH_API_KEY, e.g. kubectl create token <service account>) or "
@@ -265,11 +267,13 @@ class KubeClient(object):
         return True
 
     def write_status(self, kind, name, status, manager="enmasse-test-operator"):
-        """Write ``status`` through the /status subresource, as an operator
-        does (the tests play the operator with it)."""
+        """Write ``status`` as EnMasse's operator does: with the object (the
+        CRDs have a status subresource for MessagingUser only, as EnMasse's);
+        the tests play the operator with it."""
         group, version, unused = RESOURCES[kind]
         doc = {"apiVersion": "%s/%s" % (group, version), "kind": kind, "metadata": {"name": name}, "status": status}
-        return self.request("PATCH", self.path(kind, name, "status"), {"fieldManager": manager, "force": "true"},
+        sub = "status" if kind in STATUS_SUBRESOURCE else None
+        return self.request("PATCH", self.path(kind, name, sub), {"fieldManager": manager, "force": "true"},
                             body=doc, content_type=APPLY_CONTENT_TYPE, what="status of %s %s" % (kind, name))
 
 

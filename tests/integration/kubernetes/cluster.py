@@ -6,8 +6,8 @@ ports with their own CA, serving certificate, static tokens and
 service-account keys, and stopped (process groups killed) no matter what.
 
 No kubelet, no pods: there is no EnMasse operator either. Tests that need
-an operator's answer write the status an operator would write through the
-/status subresource (``KubeClient.write_status``).
+an operator's answer write the status an operator would write with the
+object, as EnMasse's operator does (``KubeClient.write_status``).
 
     with TestCluster() as cluster:
         cluster.kubeconfig      # admin kubeconfig file (token of system:masters)

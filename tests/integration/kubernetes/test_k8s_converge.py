@@ -2,7 +2,7 @@
 spaces, addresses, idempotence by server-side apply, check mode as a server
 dry run, conflicts with other field managers, prune, delete rules, plans,
 the info modules. No EnMasse operator runs here: where a test needs one's
-answer it writes the status an operator writes through /status."""
+answer it writes the status an operator writes (with the object)."""
 
 import threading
 import time
@@ -126,7 +126,7 @@ def test_prune_and_absent_touch_only_the_collections_objects(space):
 def test_delete_of_a_queue_holding_messages_needs_force(space):
     space.run("address", address_space="shop", addresses=[QUEUE])
     name = space.addresses()["orders"]["metadata"]["name"]
-    # no operator here: the test writes what an operator reports, through /status
+    # no operator here: the test writes what an operator reports (with the object)
     space.operator_status("Address", name, {"isReady": True, "phase": "Active", "messageCount": 5})
     r = space.run("address", address_space="shop", address="orders", state="absent")
     assert r.failed and r.msg == "address 'orders' (queue) holds 5 message(s); set force: true to delete it anyway", r
@@ -144,7 +144,7 @@ def test_delete_of_a_queue_holding_messages_needs_force(space):
 def test_wait_until_ready_and_fail_with_the_operators_messages(space):
     space.run("address", address_space="shop", addresses=[QUEUE])
     name = space.addresses()["orders"]["metadata"]["name"]
-    # no operator here: the test writes what an operator reports, through /status
+    # no operator here: the test writes what an operator reports (with the object)
     space.operator_status("Address", name, {"isReady": False, "phase": "Configuring",
                                             "messages": ["broker broker-0 has not created the queue yet"]})
     r = space.run("address", address_space="shop", addresses=[QUEUE], wait=True, wait_timeout=2,
