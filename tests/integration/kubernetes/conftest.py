@@ -156,6 +156,19 @@ def kube(tmp_path_factory):
         tc.cleanup()
 
 
+@pytest.fixture(autouse=True)
+def _cluster_alive(request):
+    """A test against the cluster fails when a component of it died (before
+    or during the test): the cluster must be what it claims."""
+    if "kube" not in request.fixturenames:
+        yield
+        return
+    kube = request.getfixturevalue("kube")
+    kube.tc.check()
+    yield
+    kube.tc.check()
+
+
 @pytest.fixture
 def ns(kube):
     name = "t-" + uuid.uuid4().hex[:10]
