@@ -118,4 +118,4 @@ def test_crds_the_collection_did_not_install_are_left_alone(kube):
                                                     "annotations": {"owner": None}}},
                   content_type="application/merge-patch+json")
     rc, out = role(kube)
-    assert rc == 0 and "not installed by enmasse.messaging" not in out, out[-3000:]
+    assert rc == 0 and "messagingusers.user.enmasse.io: not installed" not in out, out[-3000:]
