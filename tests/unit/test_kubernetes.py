@@ -228,6 +228,7 @@ def test_list_stops_on_a_repeated_or_unsupported_continue_token(fake_server, tok
     """A proxy that answers every page with the same continue token (the
     Ansible Operator SDK's: continue-not-supported) must not page forever."""
     from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.client import KubeError
+
     def answer(method, path, query, body):  # after 20 pages the last one: the old loop ends instead of hanging
         return 200, _page([{"metadata": {"name": "p"}}], token if len(srv.requests) < 20 else None)
     srv = fake_server(answer)
@@ -293,7 +294,7 @@ def test_object_name_limit_is_on_space_dot_name():
         "allowed (250 for the name)" in errs[0], errs
     doc = {"apiVersion": "enmasse.io/v1beta1", "kind": "Address", "metadata": {"name": "s1." + name},
            "spec": {"address": "q", "type": "queue", "plan": "brokered-queue"}}
-    unused, unused, errs, unused = address_inputs({"addresses": [doc], "state": "present"}, "s1")
+    errs = address_inputs({"addresses": [doc], "state": "present"}, "s1")[2]
     assert len(errs) == 1 and "s1.<name> would be 255 characters" in errs[0], errs
 
 

@@ -297,9 +297,9 @@ def converge_addresses(client, space_name, present, absent, prune=False, force=F
     if prune:
         kept = sorted(n for n in live if n not in owned and n not in names and n not in absent_set)
         if kept:
+            more = ", ..." if len(kept) > SHOWN else ""
             warnings.append("prune: %d address(es) not made by this collection not deleted (their owner or the "
-                            "operator removes them): %s%s" % (len(kept), ", ".join(kept[:SHOWN]),
-                                                               ", ..." if len(kept) > SHOWN else ""))
+                            "operator removes them): %s%s" % (len(kept), ", ".join(kept[:SHOWN]), more))
     if warnings:
         result["warnings"] = warnings
     if wait_errors:

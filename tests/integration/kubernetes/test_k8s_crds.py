@@ -88,8 +88,8 @@ def test_fields_of_enmasses_manifests_are_kept(space):
                     "messageTtl": {"minimim": 30000, "maximum": 300000}}}
     space.create_as("kubectl", doc)
     got = space.list("Address")["shop.myqueue"]
-    assert got["spec"]["addressSpace"] == "shop" and got["spec"]["messageTtl"] == {"minimim": 30000,
-                                                                                    "maximum": 300000}, got
+    assert got["spec"]["addressSpace"] == "shop", got
+    assert got["spec"]["messageTtl"] == {"minimim": 30000, "maximum": 300000}, got
     # the collection's modules read such an object and leave it as it is
     info = space.run("address_info", address_space="shop")
     assert not info.failed and [a["address"] for a in info["addresses"]] == ["myqueue"], info
