@@ -41,6 +41,8 @@ MANAGED_LABELS = {MANAGED_BY: FIELD_MANAGER}
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 LIST_PAGE = 5000
 RETRIES_429 = 10
+# continue tokens that say a server (a proxy) does not page: the Ansible Operator SDK's API proxy
+UNSUPPORTED_CONTINUE = ("continue-not-supported",)
 # the documents come from the model and the shipped CRDs have every field they set
 # (tests/unit/test_kubernetes.py): the server skips the unknown-field check
 FIELD_VALIDATION = "Ignore"
@@ -53,8 +55,12 @@ RESOURCES = {
     "AddressSpacePlan": ("admin.enmasse.io", "v1beta2", "addressspaceplans"),
     "MessagingUser": ("user.enmasse.io", "v1beta1", "messagingusers"),
 }
+# the kinds whose CRD has a status subresource (EnMasse 0.33's: MessagingUser only)
+STATUS_SUBRESOURCE = ("MessagingUser",)
 CRD_HINT = ("install the CRDs first (the role enmasse.messaging.kubernetes_crds, or kubectl apply -f "
             "roles/kubernetes_crds/files/crds/)")
+AUTH_HINT = ("give a valid token (api_key, K8S_AUTH_API_KEY, e.g. kubectl create token <service account>) or "
+             "client certificate, or a kubeconfig that has one")
 RBAC_HINT = "the identity needs the RBAC of roles/kubernetes_crds (ClusterRole enmasse-messaging-manager)"
 
 
@@ -155,7 +161,11 @@ class KubeClient(object):
                 return KubeError(["%s: %s" % (what, msg)], status, conflicts)
         if status == 404 and (body.get("details") or {}).get("name") is None and "could not find the requested" in msg:
             return KubeError(["%s: the cluster does not serve this kind (%s): %s" % (what, msg, CRD_HINT)], status)
-        if status in (401, 403):
+        if status == 401:
+            return KubeError(["%s: %s (HTTP 401): the API server at %s did not accept the credentials from %s "
+                              "(an expired or revoked token, a token or certificate of another cluster?): %s"
+                              % (what, msg, self.host, self.source, AUTH_HINT)], status)
+        if status == 403:
             return KubeError(["%s: %s (HTTP %d): %s" % (what, msg, status, RBAC_HINT)], status)
         return KubeError(["%s: %s (HTTP %s)" % (what, msg, status)], status)
 
@@ -174,20 +184,47 @@ class KubeClient(object):
                 query["labelSelector"] = label_selector
             data = self.request("GET", self.path(kind), query, what="list %s in namespace %s" % (kind, self.namespace))
             return data.get("items") or [], (data.get("metadata") or {}).get("resourceVersion")
-        items, token, rv = [], None, None
+        items, token, rv, seen = [], None, None, set()
+        what = "list %s in namespace %s" % (kind, self.namespace)
         while True:
             query = {"limit": LIST_PAGE}
             if token:
                 query["continue"] = token
             if label_selector:
                 query["labelSelector"] = label_selector
-            data = self.request("GET", self.path(kind), query, what="list %s in namespace %s" % (kind, self.namespace))
+            data = self.request("GET", self.path(kind), query, what=what)
             items.extend(data.get("items") or [])
             meta = data.get("metadata") or {}
             rv = meta.get("resourceVersion", rv)
             token = meta.get("continue")
             if not token:
                 return items, rv
+            self._check_continue(token, seen, what)
+            seen.add(token)
+
+    def _check_continue(self, token, seen, what):
+        """A paging token must be new and real: a server (or a proxy such as
+        the Ansible Operator SDK's, which answers ``continue-not-supported``)
+        that gives the same token again would page forever."""
+        if token in UNSUPPORTED_CONTINUE or token in seen:
+            raise KubeError(["%s: the server at %s (%s) does not page lists: it answered the continue token %r %s; "
+                             "the list would be incomplete: talk to the API server directly, not "
+                             "through a proxy that does not support paging"
+                             % (what, self.host, self.source, _short(token),
+                                "again" if token in seen else "(paging not supported)")])
+
+    def namespace_exists(self):
+        """True or False; None when the identity may not read namespaces
+        (a RoleBinding does not grant that)."""
+        try:
+            self.request("GET", "/api/v1/namespaces/%s" % self.namespace, what="namespace %s" % self.namespace)
+        except KubeError as e:
+            if e.status == 404:
+                return False
+            if e.status == 403:
+                return None
+            raise
+        return True
 
     def get(self, kind, name):
         """The object, or None when it does not exist."""
@@ -230,11 +267,13 @@ class KubeClient(object):
         return True
 
     def write_status(self, kind, name, status, manager="enmasse-test-operator"):
-        """Write ``status`` through the /status subresource, as an operator
-        does (the tests play the operator with it)."""
+        """Write ``status`` as EnMasse's operator does: with the object (the
+        CRDs have a status subresource for MessagingUser only, as EnMasse's);
+        the tests play the operator with it."""
         group, version, unused = RESOURCES[kind]
         doc = {"apiVersion": "%s/%s" % (group, version), "kind": kind, "metadata": {"name": name}, "status": status}
-        return self.request("PATCH", self.path(kind, name, "status"), {"fieldManager": manager, "force": "true"},
+        sub = "status" if kind in STATUS_SUBRESOURCE else None
+        return self.request("PATCH", self.path(kind, name, sub), {"fieldManager": manager, "force": "true"},
                             body=doc, content_type=APPLY_CONTENT_TYPE, what="status of %s %s" % (kind, name))
 
 

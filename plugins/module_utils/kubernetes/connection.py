@@ -165,6 +165,10 @@ def resolve(params, environ=None, sa_dir=SERVICE_ACCOUNT_DIR):
             namespace = _kubeconfig_namespace(default, None)
             source = "kubeconfig %s" % default
     if opt["host"]:
+        if "://" not in opt["host"]:
+            raise ConfigError("host: %r has no scheme: give the API server's URL, e.g. https://%s (from %s)"
+                              % (opt["host"], opt["host"].rstrip("/"),
+                                 "K8S_AUTH_HOST" if params.get("host") is None else "the host option"))
         cfg.host = opt["host"].rstrip("/")
         source = source or "host %s" % cfg.host
     if opt["api_key"]:

@@ -23,7 +23,8 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes impor
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import plans as _plans
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import service as _service
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import APPLY_KEYS, CONNECTION_KEYS
-from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.client import KubeClient
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.client import (
+    FIELD_MANAGER, MANAGED_BY, KubeClient)
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import space_input
 
 # the hosts backend's options that mean nothing on a cluster (timeout does:
@@ -51,6 +52,54 @@ def _host_options_errors(params):
     return []
 
 
+def _documents(params, bulk_key):
+    """(where, document) of the task's input documents: ``definition`` and
+    the items under ``bulk_key`` (a List document stands for its items)."""
+    given = [("definition", params.get("definition"))]
+    bulk = (params.get(bulk_key) if bulk_key else None) or []
+    given += [("%s[%d]" % (bulk_key, i), d) for i, d in enumerate(bulk)]
+    for where, doc in given:
+        if isinstance(doc, dict) and str(doc.get("kind") or "").endswith("List") and isinstance(doc.get("items"), list):
+            for j, item in enumerate(doc["items"]):
+                yield "%s.items[%d]" % (where, j), item
+        elif isinstance(doc, dict):
+            yield where, doc
+
+
+def metadata_warnings(params, bulk_key, namespace):
+    """What the objects do not take from the input documents: their labels
+    and annotations (the collection sets only its own label), another
+    ``metadata.namespace`` (the objects go to the task's namespace)."""
+    dropped, moved = [], []
+    for where, doc in _documents(params, bulk_key):
+        meta = doc.get("metadata")
+        if not isinstance(meta, dict):
+            continue
+        keys = [k for k in ("labels", "annotations") if meta.get(k)]
+        if keys:
+            dropped.append("%s.metadata.%s" % (where, " and ".join(keys)))
+        if meta.get("namespace") not in (None, "", namespace):
+            moved.append("%s.metadata.namespace %r" % (where, meta["namespace"]))
+    out = []
+    if dropped:
+        out.append("%s: not applied: the objects get only the collection's label %s=%s (set other labels and "
+                   "annotations with kubernetes.core.k8s)" % (_some(dropped), MANAGED_BY, FIELD_MANAGER))
+    if moved:
+        out.append("%s: ignored: the objects are made in namespace %r (the namespace option)"
+                   % (_some(moved), namespace))
+    return out
+
+
+def _some(items, shown=10):
+    return ", ".join(items[:shown]) + (" and %d more" % (len(items) - shown) if len(items) > shown else "")
+
+
+def _with_warnings(result, warnings):
+    if warnings:
+        result["warnings"] = warnings + list(result.get("warnings") or [])
+    return result
+
+
 def client_for(request):
     """The cluster connection of the request, its secrets masked."""
     request.hide(_connection.secrets_of(request.params))
@@ -69,11 +118,12 @@ class KubernetesBackend(Backend):
 
     def address(self, request):
         p = request.params
-        return _service.converge_addresses(client_for(request), p["address_space"], request.present,
-                                           request.absent, prune=p["prune"], force=p["force"],
-                                           force_conflicts=p["force_conflicts"], check_mode=request.check_mode,
-                                           report=request.report, positions=request.positions,
-                                           wait=p["wait"], wait_timeout=p["wait_timeout"])
+        client = client_for(request)
+        return _with_warnings(_service.converge_addresses(
+            client, p["address_space"], request.present, request.absent, prune=p["prune"], force=p["force"],
+            force_conflicts=p["force_conflicts"], check_mode=request.check_mode, report=request.report,
+            positions=request.positions, wait=p["wait"], wait_timeout=p["wait_timeout"]),
+            metadata_warnings(p, "addresses", client.namespace))
 
     def address_info(self, request):
         p = request.params
@@ -90,8 +140,10 @@ class KubernetesBackend(Backend):
                                          wait=p["wait"], wait_timeout=p["wait_timeout"])
         unused, live = _service.read_space(client, p["name"])
         desired = space_input(p, live, {})
-        return _service.converge_space(client, desired, force_conflicts=p["force_conflicts"],
-                                       check_mode=request.check_mode, wait=p["wait"], wait_timeout=p["wait_timeout"])
+        return _with_warnings(_service.converge_space(client, desired, force_conflicts=p["force_conflicts"],
+                                                      check_mode=request.check_mode, wait=p["wait"],
+                                                      wait_timeout=p["wait_timeout"]),
+                              metadata_warnings(p, None, client.namespace))
 
     def address_space_info(self, request):
         return {"changed": False, "address_space": _service.space_info(client_for(request), request.params["name"])}
@@ -104,7 +156,9 @@ def plans(kind):
         errors = _host_options_errors(request.params)
         if errors:
             raise ValidationError(errors)
-        return _plans.converge_plans(client_for(request), request.params, kind, request.check_mode)
+        client = client_for(request)
+        return _with_warnings(_plans.converge_plans(client, request.params, kind, request.check_mode),
+                              metadata_warnings(request.params, kind, client.namespace))
     return run
 
 

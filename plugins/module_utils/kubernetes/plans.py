@@ -16,7 +16,8 @@ __metaclass__ = type
 from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue import service as _catalogue
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import apply as _apply
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import objects as _objects
-from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.client import MANAGED_LABELS, KubeError
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.client import (
+    FIELD_MANAGER, MANAGED_LABELS, KubeError)
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import plan_documents as _plan_documents
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import plans as _plans
 
@@ -109,11 +110,21 @@ def converge_plans(client, params, kind, check_mode):
     """The address_plan / address_space_plan module on a cluster."""
     desired, absent = _catalogue.plan_inputs(params, kind)
     store = PlanObjects(client, force_conflicts=params.get("force_conflicts"), dry_run=check_mode)
+    # state: absent deletes only the collection's own plans (as prune and the address modules do):
+    # the role's example plans and plans made by hand or by EnMasse's install stay
+    wanted = set(p["name"] for p in desired)
+    others = [n for n in absent if n not in wanted and store.plan(kind, n) is not None
+              and store.owner(kind, n) != FIELD_MANAGER]
+    absent = [n for n in absent if n not in others]
     # check mode runs the same change with dryRun=All: refusals and conflicts are the server's
     result = _catalogue._converge(store, kind, desired, absent, params.get("prune"), params.get("force"),
                                   False, None, params.get(kind) is None, usage_of=usage_of(client))
     result.pop("catalogue_path", None)
     result["namespace"] = client.namespace
+    if others:
+        result.setdefault("warnings", []).append(
+            "not deleted, not made by this collection: %s" % ", ".join(
+                "%s %s (owner: %s)" % (KIND[kind], n, store.owner(kind, n)) for n in others))
     return result
 
 

@@ -31,7 +31,6 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.errors import Co
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import apply as _apply
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import objects as _objects
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.client import KubeError
-from ansible_collections.enmasse.messaging.plugins.module_utils.model import names as _names
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import plans as _plans
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import requests as _requests
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.status import PHASE_DELETED
@@ -59,18 +58,57 @@ def read_catalogue(client):
     return _plans.Catalogue.with_default_infra(space_plans, address_plans)
 
 
+def missing_namespace_errors(client):
+    """The namespace itself is missing (an empty catalogue, no AddressSpace):
+    say so, rather than that a plan or space is unknown."""
+    if client.namespace_exists() is False:
+        return ["namespace %r does not exist on %s: create it (the role enmasse.messaging.kubernetes_crds does, with "
+                "kubernetes_crds_namespace, and applies EnMasse's example plans there) or give another namespace"
+                % (client.namespace, client.host)]
+    return []
+
+
+def no_plans_errors(client, catalogue):
+    """An empty catalogue: the namespace is missing, or has no plan objects."""
+    if catalogue.address_space_plan_names():
+        return []
+    return missing_namespace_errors(client) or [
+        "namespace %r has no AddressSpacePlan objects: the catalogue on a cluster is the namespace's plan objects "
+        "(the role enmasse.messaging.kubernetes_crds applies EnMasse's example plans with kubernetes_crds_namespace; "
+        "or make plans with enmasse.messaging.address_space_plan and address_plan)" % client.namespace]
+
+
 def _plan_document(obj):
     return dict((k, v) for k, v in obj.items() if k != "status")
 
 
-def space_addresses(client, space_name):
-    """{address: live object} of the address space (one LIST of the namespace)."""
+def space_address_objects(client, space_name):
+    """({address: live object}, {address: [object names]} of the addresses
+    that more than one object of the space has) (one LIST of the namespace)."""
     items, unused = client.list("Address", cached=True)
-    out = {}
+    out, dups = {}, {}
     for obj in items:
         if _objects.space_of_address(obj) == space_name and isinstance((obj.get("spec") or {}).get("address"), str):
-            out[obj["spec"]["address"]] = obj
-    return out
+            address = obj["spec"]["address"]
+            if address in out:
+                dups.setdefault(address, [out[address]["metadata"]["name"]]).append(obj["metadata"]["name"])
+                if _objects.owned(out[address]) and not _objects.owned(obj):
+                    continue  # the collection's object stands for the address
+            out[address] = obj
+    return out, dups
+
+
+def space_addresses(client, space_name):
+    """{address: live object} of the address space (one LIST of the namespace)."""
+    return space_address_objects(client, space_name)[0]
+
+
+def duplicate_errors(dups, names, namespace):
+    """Refuse to touch an address that two objects of the space carry: which
+    one the task meant is not known (EnMasse allows one per address)."""
+    return ["address %r: Address objects %s in namespace %r all have spec.address %r; an address has one object: "
+            "delete the others (kubectl delete addresses.enmasse.io <name>), then run the task again"
+            % (a, ", ".join(sorted(dups[a])), namespace, a) for a in sorted(dups) if names is None or a in names]
 
 
 def read_space(client, name):
@@ -135,27 +173,45 @@ def _check_deletes(deletes, live, force):
     return out
 
 
-def converge_addresses(client, space_name, present, absent, prune=False, force=False, force_conflicts=False,
-                       check_mode=False, report="all", positions=None, wait=False, wait_timeout=120):
-    """The address module on a cluster; the same result as the hosts backend
-    (``changed``, ``addresses`` with ``status``, ``changes``, ``diff``)."""
+def _checked(client, space_name, present, absent, prune, positions):
+    """Read the space, its plans and Address objects and check the request
+    (model/requests.py, plus objects sharing one address); returns (live
+    objects, plain live addresses, owned ones, deletes, warnings)."""
     errs = _requests.absent_errors(absent, present)
     if errs:  # before the cluster is read
         raise ServiceError(errs)
     space_obj, space = read_space(client, space_name)
     if space_obj is None:
+        errs = missing_namespace_errors(client)
+        if errs:
+            raise ConfigError(errs)
         raise ConfigError("address space %r does not exist in namespace %r: create it with "
                           "enmasse.messaging.address_space (backend: kubernetes)" % (space_name, client.namespace))
     catalogue = read_catalogue(client)
     if catalogue.address_space_plan(space["plan"]) is None:
         raise ServiceError(_validation.space_plan_missing(space, catalogue))
-    live = space_addresses(client, space_name)
+    names = set(a.get("address") for a in present if isinstance(a, dict))
+    live, dups = space_address_objects(client, space_name)
+    errs = duplicate_errors(dups, None if prune else names | set(absent), client.namespace)
     plain_live = dict((n, _objects.plain_address(o)) for n, o in live.items())
     owned = dict((n, plain_live[n]) for n, o in live.items() if _objects.owned(o))
-    deletes, warnings = _requests.address_request(
-        space, catalogue, present, absent, owned, prune=prune, positions=positions,
-        current=lambda gone: dict((n, a) for n, a in plain_live.items() if n not in gone),
-        quota_basis=plain_live, subscription_settings=space["type"] != "brokered")
+    try:
+        deletes, warnings = _requests.address_request(
+            space, catalogue, present, absent, owned, prune=prune, positions=positions,
+            current=lambda gone: dict((n, a) for n, a in plain_live.items() if n not in gone),
+            quota_basis=plain_live, subscription_settings=space["type"] != "brokered")
+    except ServiceError as e:
+        raise ServiceError(errs + list(e.errors))
+    if errs:
+        raise ServiceError(errs)
+    return live, plain_live, owned, deletes, warnings
+
+
+def converge_addresses(client, space_name, present, absent, prune=False, force=False, force_conflicts=False,
+                       check_mode=False, report="all", positions=None, wait=False, wait_timeout=120):
+    """The address module on a cluster; the same result as the hosts backend
+    (``changed``, ``addresses`` with ``status``, ``changes``, ``diff``)."""
+    live, plain_live, owned, deletes, warnings = _checked(client, space_name, present, absent, prune, positions)
     held = _check_deletes(deletes, live, force)
     if held:
         raise ServiceError(held)
@@ -202,7 +258,30 @@ def converge_addresses(client, space_name, present, absent, prune=False, force=F
         pending, now = wait_until(client, wait_timeout, pending_of, "address")
         wait_errors = not_ready_messages(pending, wait_timeout, "address")
 
-    listed = None if report == "all" else set(created + updated + deleted) if report == "changed" else set()
+    addresses = _reported(present, absent, now, plain_live, report, created + updated + deleted, deleted)
+    result = {"changed": changed, "addresses": addresses, "changes": changes, "diff": diff,
+              "namespace": client.namespace}
+    skipped = [n for n in absent if n not in owned and n in live]
+    if skipped:
+        warnings.append("not deleted, not owned by this collection (created by hand?): %s" % ", ".join(skipped))
+    if prune:
+        listed = set(a["address"] for a in present) | set(absent)
+        kept = sorted(n for n in live if n not in owned and n not in listed)
+        if kept:
+            more = ", ..." if len(kept) > SHOWN else ""
+            warnings.append("prune: %d address(es) not made by this collection not deleted (their owner or the "
+                            "operator removes them): %s%s" % (len(kept), ", ".join(kept[:SHOWN]), more))
+    if warnings:
+        result["warnings"] = warnings
+    if wait_errors:
+        raise ServiceError(wait_errors, result=result)
+    return result
+
+
+def _reported(present, absent, now, plain_live, report, changed_names, deleted):
+    """The addresses the result lists (``report``: all named in the task,
+    the changed ones, or none), each with its status."""
+    listed = None if report == "all" else set(changed_names) if report == "changed" else set()
     addresses = []
     for a in present:
         name = a["address"]
@@ -224,16 +303,7 @@ def converge_addresses(client, space_name, present, absent, prune=False, force=F
             view = _objects.plain_address(obj)
             view["status"] = _objects.status_view(obj)
         addresses.append(view)
-    result = {"changed": changed, "addresses": addresses, "changes": changes, "diff": diff,
-              "namespace": client.namespace}
-    skipped = [n for n in absent if n not in owned and n in live]
-    if skipped:
-        warnings.append("not deleted, not owned by this collection (created by hand?): %s" % ", ".join(skipped))
-    if warnings:
-        result["warnings"] = warnings
-    if wait_errors:
-        raise ServiceError(wait_errors, result=result)
-    return result
+    return addresses
 
 
 def address_info(client, space_name, names=None, include_unowned=True):
@@ -271,7 +341,7 @@ def converge_space(client, desired, force_conflicts=False, check_mode=False, wai
     name = desired["name"]
     obj = client.get("AddressSpace", name)
     catalogue = read_catalogue(client)
-    errs = _validation.validate_address_space(desired, catalogue)
+    errs = no_plans_errors(client, catalogue) or _validation.validate_address_space(desired, catalogue)
     old = _objects.plain_space(obj) if obj is not None else {}
     if old.get("type") and old["type"] != desired.get("type"):
         errs.append("address_space.type: %r cannot change (it is %r); type is immutable: delete the "
@@ -321,7 +391,7 @@ def delete_space(client, name, force=False, check_mode=False, wait=False, wait_t
                            "label app.kubernetes.io/managed-by=enmasse.messaging or the field manager "
                            "enmasse.messaging; owner: %s): not deleted"
                            % (name, client.namespace, _objects.owner(obj)))
-    live = space_addresses(client, name)
+    live, dups = space_address_objects(client, name)
     mine = dict((n, o) for n, o in live.items() if _objects.owned(o))
     names = sorted(mine)
     held = _check_deletes(names, live, force)
@@ -340,7 +410,7 @@ def delete_space(client, name, force=False, check_mode=False, wait=False, wait_t
         if pending:
             raise ServiceError(["address space %r: still there after %ss (finalizers?)" % (name, wait_timeout)])
     warnings = []
-    others = sorted(n for n in live if n not in mine)
+    others = sorted(set(n for n in live if n not in mine) | set(dups))
     if others:
         warnings.append("address space %r deleted; %d address(es) not made by this collection are left for their "
                         "owner (or the operator) to remove: %s" % (name, len(others), ", ".join(others[:SHOWN])))

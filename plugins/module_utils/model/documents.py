@@ -113,7 +113,7 @@ def address_document_errors(doc, space, field="definition"):
             errs.append("%s: %s belongs to address space %s, not %r (the address_space option)"
                         % (nfield, quote(name), _fmt(sp), space))
         else:
-            errs.extend("%s (the part after '%s.')" % (e, sp) for e in kube_name_errors(short, nfield))
+            errs.extend("%s (the part after '%s.')" % (e, sp) for e in kube_name_errors(short, nfield, sp))
     errs.extend(_spec_key_errors(spec, ADDRESS_SPEC_KEYS, ADDRESS_SPEC_UNSUPPORTED, field + ".spec"))
     legacy = spec.get("addressSpace")
     if legacy is not None and legacy != space:

@@ -57,13 +57,19 @@ def space_name_errors(name, field="name"):
     return errs
 
 
-def kube_name_errors(name, field="metadata.name"):
-    """The name part of an EnMasse document's metadata.name."""
+def kube_name_errors(name, field="metadata.name", space=None):
+    """The name part of an EnMasse document's metadata.name; with ``space``,
+    the whole object name ``<space>.<name>`` is held to Kubernetes' limit."""
     if not isinstance(name, str) or not name:
         return ["%s: %s is required and must be a non-empty string" % (field, _fmt(name))]
-    if len(name) > KUBE_NAME_MAX:
-        return ["%s: %s is %d characters long, at most %d are allowed"
-                % (field, _fmt(name[:40] + "..."), len(name), KUBE_NAME_MAX)]
+    full = len(name) + (len(space) + 1 if space else 0)
+    if full > KUBE_NAME_MAX:
+        if not space:
+            return ["%s: %s is %d characters long, at most %d are allowed"
+                    % (field, _fmt(name[:40] + "..."), len(name), KUBE_NAME_MAX)]
+        return ["%s: %s is %d characters long: the object name %s.<name> would be %d characters, at most %d are "
+                "allowed (%d for the name)" % (field, _fmt(name[:40] + "..."), len(name), space, full, KUBE_NAME_MAX,
+                                               KUBE_NAME_MAX - len(space) - 1)]
     for part in name.split("."):
         if len(part) > KUBE_COMPONENT_MAX:
             return ["%s: %s has a component of %d characters, at most %d are allowed between dots"

@@ -145,7 +145,7 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
             continue
         errs.extend(address_name_errors(a.get("address"), f("address")))
         if a.get("name") is not None:
-            errs.extend(kube_name_errors(a["name"], f("name")))
+            errs.extend(kube_name_errors(a["name"], f("name"), space.get("name")))
         atype = a.get("type")
         type_ok = atype in allowed_types
         if not type_ok:

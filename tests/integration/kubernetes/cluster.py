@@ -6,14 +6,16 @@ ports with their own CA, serving certificate, static tokens and
 service-account keys, and stopped (process groups killed) no matter what.
 
 No kubelet, no pods: there is no EnMasse operator either. Tests that need
-an operator's answer write the status an operator would write through the
-/status subresource (``KubeClient.write_status``).
+an operator's answer write the status an operator would write with the
+object, as EnMasse's operator does (``KubeClient.write_status``).
 
     with TestCluster() as cluster:
         cluster.kubeconfig      # admin kubeconfig file (token of system:masters)
         cluster.host, cluster.ca_cert, cluster.admin_token, cluster.job_token
 """
 
+import ctypes
+import json
 import os
 import shutil
 import signal
@@ -22,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import threading
 import urllib.request
 import ssl
 
@@ -29,8 +32,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 BUILD_SCRIPT = os.path.join(REPO, "scripts", "build-kubernetes.sh")
 CRD_DIR = os.path.join(REPO, "roles", "kubernetes_crds", "files", "crds")
-# controllers a namespace lifecycle, garbage collection and service accounts need
-CONTROLLERS = "namespace,garbage-collector,serviceaccount,serviceaccount-token,root-ca-certificate-publisher"
+# controllers a namespace lifecycle, garbage collection and service accounts need, by
+# their v1.33 names (kube-controller-manager refuses an unknown name and exits at once)
+CONTROLLERS = ("namespace-controller,garbage-collector-controller,serviceaccount-controller,"
+               "serviceaccount-token-controller,root-ca-certificate-publisher-controller")
 
 
 def free_port():
@@ -46,6 +51,15 @@ def binaries():
     if proc.returncode != 0:
         raise RuntimeError("scripts/build-kubernetes.sh failed:\n%s" % proc.stderr[-4000:])
     return proc.stdout.strip().splitlines()[-1]
+
+
+def _die_with_parent():
+    """preexec_fn: the component gets SIGKILL when the process that started it
+    dies, however it dies (PR_SET_PDEATHSIG)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def _openssl(*args, cwd):
@@ -98,11 +112,36 @@ class TestCluster(object):
 
     def _start(self, name, args):
         log = open(os.path.join(self.dir, name + ".log"), "w")
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_die_with_parent)
         self.procs.append((name, proc, log))
         return proc
 
+    def _on_sigterm(self):
+        """SIGTERM to the process that runs the cluster stops the whole cluster
+        first (Python's default would exit at once, leaving it running)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        previous = signal.getsignal(signal.SIGTERM)
+
+        def handler(signum, frame):
+            self.cleanup()
+            signal.signal(signal.SIGTERM, previous if callable(previous) else signal.SIG_DFL)
+            if callable(previous):
+                previous(signum, frame)
+            else:
+                os.kill(os.getpid(), signal.SIGTERM)
+        signal.signal(signal.SIGTERM, handler)
+        self._previous_sigterm = previous
+
+    def check(self):
+        """Raise when a component is not running (the cluster is not what it claims)."""
+        for name, proc, unused in self.procs:
+            if proc.poll() is not None:
+                raise RuntimeError("%s exited (%s):\n%s" % (name, proc.returncode, self.log_tail(name)))
+
     def start(self, timeout=120):
+        self._on_sigterm()
         self._certs()
         d = self.dir
         etcd_port, peer_port = free_port(), free_port()
@@ -133,7 +172,29 @@ class TestCluster(object):
             "--controllers", CONTROLLERS, "--leader-elect=false",
             "--service-account-private-key-file", os.path.join(d, "sa.key"), "--root-ca-file", self.ca_cert,
             "--bind-address", "127.0.0.1", "--secure-port", "0", "--v", "1"])
+        self.wait_controllers(timeout)
         return self
+
+    def wait_controllers(self, timeout=120):
+        """Until kube-controller-manager does its work: the service account
+        controller has made the namespace default's ServiceAccount and the
+        root CA publisher its ConfigMap."""
+        deadline = time.monotonic() + timeout
+        missing = None
+        while time.monotonic() < deadline:
+            self.check()
+            missing = []
+            for path in ("/api/v1/namespaces/default/serviceaccounts/default",
+                         "/api/v1/namespaces/default/configmaps/kube-root-ca.crt"):
+                try:
+                    self._get(path)
+                except Exception:  # 404 until the controller made it
+                    missing.append(path)
+            if not missing:
+                return
+            time.sleep(0.3)
+        raise RuntimeError("kube-controller-manager did not make %s after %ss:\n%s"
+                           % (", ".join(missing), timeout, self.log_tail("kube-controller-manager")))
 
     def _get(self, path, token=None):
         ctx = ssl.create_default_context(cafile=self.ca_cert)
@@ -145,9 +206,7 @@ class TestCluster(object):
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
-            for name, proc, unused in self.procs:
-                if proc.poll() is not None:
-                    raise RuntimeError("%s exited (%s):\n%s" % (name, proc.returncode, self.log_tail(name)))
+            self.check()
             try:
                 status, unused = self._get("/readyz")
                 if status == 200:
@@ -166,7 +225,6 @@ class TestCluster(object):
             return ""
 
     def version(self):
-        import json
         unused, body = self._get("/version")
         return json.loads(body)["gitVersion"]
 
@@ -186,6 +244,10 @@ class TestCluster(object):
             log.close()
         self.procs = []
         shutil.rmtree(self.etcd_dir, ignore_errors=True)
+        previous = getattr(self, "_previous_sigterm", None)
+        if previous is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous)
+            self._previous_sigterm = None
 
     def cleanup(self):
         self.stop()
@@ -205,6 +267,8 @@ class TestCluster(object):
 if __name__ == "__main__":  # a manual run: start, print how to reach it, wait for ^C
     with TestCluster() as c:
         print("API server %s (%s); kubeconfig %s" % (c.host, c.version(), c.kubeconfig))
+        print(json.dumps({"pids": dict((name, proc.pid) for name, proc, unused in c.procs), "dir": c.dir,
+                          "etcd_dir": c.etcd_dir}))
         sys.stdout.flush()
         try:
             signal.pause()

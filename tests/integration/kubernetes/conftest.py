@@ -5,7 +5,7 @@ a namespace with the jobs' service account and EnMasse's example plans),
 and a fresh namespace per test with the example plans in it.
 
 There is no EnMasse operator here: where a test needs one, it writes the
-status an operator writes, through the /status subresource
+status an operator writes, with the object as EnMasse's operator does
 (``Cluster.operator_status``), and says so.
 """
 
@@ -94,7 +94,7 @@ class Cluster(object):
         return name
 
     def operator_status(self, namespace, kind, name, status):
-        """Write ``status`` as an EnMasse operator would (the /status subresource)."""
+        """Write ``status`` as an EnMasse operator would (with the object)."""
         return self.client(namespace).write_status(kind, name, status)
 
 
@@ -154,6 +154,19 @@ def kube(tmp_path_factory):
         yield cluster
     finally:
         tc.cleanup()
+
+
+@pytest.fixture(autouse=True)
+def _cluster_alive(request):
+    """A test against the cluster fails when a component of it died (before
+    or during the test): the cluster must be what it claims."""
+    if "kube" not in request.fixturenames:
+        yield
+        return
+    kube = request.getfixturevalue("kube")
+    kube.tc.check()
+    yield
+    kube.tc.check()
 
 
 @pytest.fixture

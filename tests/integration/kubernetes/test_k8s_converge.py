@@ -2,7 +2,7 @@
 spaces, addresses, idempotence by server-side apply, check mode as a server
 dry run, conflicts with other field managers, prune, delete rules, plans,
 the info modules. No EnMasse operator runs here: where a test needs one's
-answer it writes the status an operator writes through /status."""
+answer it writes the status an operator writes (with the object)."""
 
 import threading
 import time
@@ -115,6 +115,8 @@ def test_prune_and_absent_touch_only_the_collections_objects(space):
                                 "spec": {"address": "copied", "type": "queue", "plan": "brokered-queue"}})
     r = space.run("address", address_space="shop", addresses=[QUEUE], prune=True)
     assert not r.failed and r["changes"]["deleted"] == ["gone"], r
+    assert "prune: 2 address(es) not made by this collection not deleted" in str(r["warnings"]) and \
+        "copied, handmade" in str(r["warnings"]), r
     assert sorted(space.addresses()) == ["copied", "handmade", "orders"]
     r = space.run("address", address_space="shop", address="handmade", state="absent")
     assert not r.changed and "not owned" in str(r.get("warnings")), r
@@ -124,7 +126,7 @@ def test_prune_and_absent_touch_only_the_collections_objects(space):
 def test_delete_of_a_queue_holding_messages_needs_force(space):
     space.run("address", address_space="shop", addresses=[QUEUE])
     name = space.addresses()["orders"]["metadata"]["name"]
-    # no operator here: the test writes what an operator reports, through /status
+    # no operator here: the test writes what an operator reports (with the object)
     space.operator_status("Address", name, {"isReady": True, "phase": "Active", "messageCount": 5})
     r = space.run("address", address_space="shop", address="orders", state="absent")
     assert r.failed and r.msg == "address 'orders' (queue) holds 5 message(s); set force: true to delete it anyway", r
@@ -142,7 +144,7 @@ def test_delete_of_a_queue_holding_messages_needs_force(space):
 def test_wait_until_ready_and_fail_with_the_operators_messages(space):
     space.run("address", address_space="shop", addresses=[QUEUE])
     name = space.addresses()["orders"]["metadata"]["name"]
-    # no operator here: the test writes what an operator reports, through /status
+    # no operator here: the test writes what an operator reports (with the object)
     space.operator_status("Address", name, {"isReady": False, "phase": "Configuring",
                                             "messages": ["broker broker-0 has not created the queue yet"]})
     r = space.run("address", address_space="shop", addresses=[QUEUE], wait=True, wait_timeout=2,
@@ -202,9 +204,16 @@ def test_a_namespace_without_plan_objects_knows_no_plan(kube):
     """The catalogue is the namespace's objects: the hosts' default plans are not implied."""
     ns = Namespace(kube, kube.create_namespace("bare-" + str(id(kube))[-6:], plans=False))
     r = ns.run("address_space", name="s1", type="brokered", plan="brokered-single-broker")
-    assert r.failed and r.msg == ("address_space.plan: 'brokered-single-broker' is not a known address space plan "
-                                  "(known: )"), r
+    assert r.failed and r.msg.startswith("namespace %r has no AddressSpacePlan objects: the catalogue on a cluster "
+                                         "is the namespace's plan objects" % ns.name), r
     assert ns.list("AddressSpace") == {}
+    # a namespace that does not exist is named as such
+    gone = Namespace(kube, "no-such-namespace")
+    for module, args in (("address_space", {"name": "s1", "type": "brokered", "plan": "brokered-single-broker"}),
+                         ("address", {"address_space": "s1", "address": "q", "type": "queue",
+                                      "plan": "brokered-queue"})):
+        r = gone.run(module, **args)
+        assert r.failed and r.msg.startswith("namespace 'no-such-namespace' does not exist on https://127.0.0.1:"), r
 
 
 def test_space_plan_change_validated_against_the_spaces_addresses(space):
@@ -216,3 +225,63 @@ def test_space_plan_change_validated_against_the_spaces_addresses(space):
     assert space.list("AddressSpace")["shop"]["spec"]["plan"] == "brokered-single-broker"
     r = space.run("address_space", name="shop", type="standard", plan="brokered-single-broker")
     assert r.failed and "type is immutable" in r.msg, dump(r.result)
+
+
+def test_plan_absent_leaves_plans_the_collection_did_not_make(ns):
+    """The role's example plans (field manager enmasse.messaging-examples) and
+    a hand-made plan survive state: absent, in check mode too."""
+    ns.create_as("kubectl", {"apiVersion": "admin.enmasse.io/v1beta2", "kind": "AddressPlan",
+                             "metadata": {"name": "hand-queue"},
+                             "spec": {"addressType": "queue", "resources": {"broker": 0.1}}})
+    for check in (True, False):
+        r = ns.run("address_plan", check_mode=check, address_plans=["brokered-queue", "hand-queue"], state="absent")
+        assert not r.failed and not r.changed and r["changes"]["deleted"] == [], r
+        assert "not made by this collection" in str(r["warnings"]) and "hand-queue (owner: kubectl)" in str(r["warnings"])
+        r = ns.run("address_space_plan", check_mode=check, name="standard-small", state="absent")
+        assert not r.failed and not r.changed, r
+    assert {"brokered-queue", "hand-queue"} <= set(ns.list("AddressPlan"))
+    assert "standard-small" in ns.list("AddressSpacePlan")
+    # the collection's own plan is deleted
+    assert ns.run("address_plan", name="mine", address_type="queue", resources={"broker": 0.1}).changed
+    r = ns.run("address_plan", name="mine", state="absent")
+    assert r.changed and r["changes"]["deleted"] == ["mine"] and "mine" not in ns.list("AddressPlan"), r
+
+
+def test_object_name_too_long_with_the_space_refused_before_any_write(space):
+    name = ".".join(["a" * 60] * 4) + ".bbbbbbbb"  # 252 characters: shop.<name> is 257
+    r = space.run("address", address_space="shop", addresses=[
+        QUEUE, {"address": "dlq", "type": "deadletter", "plan": "brokered-deadletter"},
+        {"address": "long", "type": "queue", "plan": "brokered-queue", "name": name}])
+    assert r.failed and "shop.<name> would be 257 characters, at most 253" in r.msg, r
+    assert space.addresses() == {}
+    r = space.run("address", address_space="shop", addresses=[
+        QUEUE, {"address": "long", "type": "queue", "plan": "brokered-queue", "name": name[:248]}])
+    assert not r.failed and len(space.list("Address")["shop." + name[:248]]["metadata"]["name"]) == 253, r
+
+
+def test_two_objects_with_the_same_address_are_refused_naming_both(space):
+    assert space.run("address", address_space="shop", addresses=[QUEUE]).changed
+    mine = space.addresses()["orders"]["metadata"]["name"]
+    space.create_as("kubectl", {"apiVersion": "enmasse.io/v1beta1", "kind": "Address",
+                                "metadata": {"name": "shop.zz-by-hand"}, "spec": dict(QUEUE, deadletter="x")})
+    before = dict((n, o["metadata"]["resourceVersion"]) for n, o in space.list("Address").items())
+    for args in ({"addresses": [dict(QUEUE, message_ttl={"maximum": 5000})]},
+                 {"address": "orders", "state": "absent"}, {"addresses": [], "prune": True}):
+        r = space.run("address", address_space="shop", **args)
+        assert r.failed and ("Address objects %s, shop.zz-by-hand in namespace %r all have spec.address 'orders'"
+                             % (mine, space.name)) in r.msg, r
+    assert dict((n, o["metadata"]["resourceVersion"]) for n, o in space.list("Address").items()) == before
+    # the space's other addresses are not held up
+    assert not space.run("address", address_space="shop", address="q2", type="queue", plan="brokered-queue").failed
+
+
+def test_input_document_metadata_not_applied_is_warned(space):
+    doc = {"apiVersion": "enmasse.io/v1beta1", "kind": "Address",
+           "metadata": {"name": "shop.orders", "namespace": "elsewhere", "labels": {"team": "a"}},
+           "spec": {"address": "orders", "type": "queue", "plan": "brokered-queue"}}
+    r = space.run("address", address_space="shop", addresses=[doc])
+    assert not r.failed and r.changed, r
+    w = str(r["warnings"])
+    assert "addresses[0].metadata.labels: not applied" in w and \
+        "addresses[0].metadata.namespace 'elsewhere': ignored: the objects are made in namespace %r" % space.name in w
+    assert "team" not in space.list("Address")["shop.orders"]["metadata"]["labels"]
