@@ -140,6 +140,18 @@ class AuthService(object):
             self.proc.wait(10)
 
 
+def add_router_user(broker, role="router"):
+    """The routers' user on a pool broker, in the broker role's
+    ``broker_router_role`` (send, consume, non-durable queues only)."""
+    import secrets
+    broker.router_user, broker.router_password = "router", secrets.token_hex(12)
+    etc = os.path.join(broker.instance, "etc")
+    with open(os.path.join(etc, "artemis-users.properties"), "a") as f:
+        f.write("\n%s = %s\n" % (broker.router_user, broker.router_password))
+    with open(os.path.join(etc, "artemis-roles.properties"), "a") as f:
+        f.write("\n%s = %s\n" % (role, broker.router_user))
+
+
 class StandardEnv(object):
     """N routers (full mesh) + M Artemis brokers + the auth service + the infrastructure file."""
 
@@ -164,6 +176,7 @@ class StandardEnv(object):
         self.auth_service.start()
         for b in self.brokers:
             b.create()
+            add_router_user(b)
             b.start()
         for r in self.routers:
             r.start()
@@ -176,7 +189,7 @@ class StandardEnv(object):
             "management_url": self.routers[0].management_url,
             "routers": [{"id": r.id, "host": "127.0.0.1", "port_offset": 100 * r.index} for r in self.routers],
             "brokers": [{"name": b.name, "host": "127.0.0.1", "amqp_port": b.amqp_port,
-                         "user": b.management_user, "password": b.management_password,
+                         "user": b.router_user, "password": b.router_password,
                          "management_url": b.management_url, "management_user": b.management_user,
                          "management_password": b.management_password, "broker_name": b.name}
                         for b in self.brokers],
