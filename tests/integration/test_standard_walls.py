@@ -211,3 +211,39 @@ def test_declared_subscription_still_works_through_the_link_route(env):
         got.append(m.body)
     c.close()
     assert sorted(got) == sorted(["wall-a-0", "wall-a-1", "wall-a-2", "wall-a-0", "wall-a-1"]), got
+
+
+# ------------------------------------------------------------------ item 5
+
+ROUTED = [{"address": "decl-any", "type": "anycast", "plan": "standard-small-anycast"},
+          {"address": "decl-q", "type": "queue", "plan": "standard-small-queue"}]
+
+
+def attached(conn, address, sender):
+    link = attach(conn, address, sender)
+    err = refused(link)
+    if err is None:
+        link.close()
+    return err
+
+
+def test_undeclared_addresses_are_refused_declared_ones_work(env):
+    make_space(env, "wall-c", ROUTED)
+    c = connect(env, "wall-c")
+    for sender in (True, False):
+        for name in ("decl-any", "decl-q"):
+            assert attached(c, name, sender) is None, (name, sender)
+        # undeclared: refused at attach, with an error the client reads
+        err = attached(c, "undeclared", sender)
+        assert err is not None and "unauthorized" in str(err), (sender, err)
+    c.close()
+    # declared: it works; removed: refused again (for a new connection)
+    more = ROUTED + [{"address": "undeclared", "type": "anycast", "plan": "standard-small-anycast"}]
+    assert converge(env, "wall-c", more).rc == 0
+    c = connect(env, "wall-c")
+    assert attached(c, "undeclared", True) is None and attached(c, "undeclared", False) is None
+    c.close()
+    assert converge(env, "wall-c", ROUTED).rc == 0
+    c = connect(env, "wall-c")
+    assert attached(c, "undeclared", True) is not None and attached(c, "undeclared", False) is not None
+    c.close()

@@ -74,13 +74,33 @@ def entity(kind, **attrs):
     return out
 
 
-def space_entities(space, port, auth, bind_host="0.0.0.0", max_connections=None, anonymous=False):
+def terminus_names(addresses):
+    """(sources, targets): the names a client of the space may receive from
+    and send to, sorted: every declared and placed address (``addresses``,
+    plain dicts) under its own name, a subscription ``N`` of topic ``T`` as
+    ``T::N`` and only to receive from. The vhost policy lists exactly these:
+    an undeclared name is refused at attach (docs/standard-spaces.md)."""
+    sources, targets = set(), set()
+    for a in addresses:
+        if a["type"] == "subscription":
+            sources.add("%s::%s" % (a.get("topic"), a["address"]))
+            continue
+        sources.add(a["address"])
+        targets.add(a["address"])
+    return sorted(sources), sorted(targets)
+
+
+def space_entities(space, port, auth, bind_host="0.0.0.0", max_connections=None, anonymous=False,
+                   addresses=()):
     """The entities of the space itself: vhost, auth plugin, listener.
     ``auth``: {host, port} of the auth service. ``anonymous``: the space's
     authentication service is of type ``none`` (EnMasse's): no SASL, anyone
-    who reaches the port is a client of the space."""
+    who reaches the port is a client of the space. ``addresses``: the
+    space's placed addresses, the only ones its clients reach (the vhost's
+    ``sources``/``targets``, ``terminus_names``)."""
     pre = space_prefix(space)
-    group = {"users": "*", "remoteHosts": "*", "sources": "*", "targets": "*",
+    sources, targets = terminus_names(addresses)
+    group = {"users": "*", "remoteHosts": "*", "sources": ",".join(sources), "targets": ",".join(targets),
              "allowDynamicSource": True, "allowAnonymousSender": True, "allowWaypointLinks": True,
              "allowDynamicLinkRoutes": True, "allowAdminStatusUpdate": True}
     vhost = {"hostname": space, "allowUnknownUser": True, "groups": {"$default": group}}
