@@ -247,3 +247,83 @@ def test_undeclared_addresses_are_refused_declared_ones_work(env):
     c = connect(env, "wall-c")
     assert attached(c, "undeclared", True) is not None and attached(c, "undeclared", False) is not None
     c.close()
+
+
+def anonymous_send(conn, link, to):
+    """The outcome of one message an anonymous sender addresses to ``to``."""
+    conn.wait(lambda: link.credit > 0, msg="credit")
+    d = link.send(Message(address=to, body="to %s" % to, durable=True))
+    conn.wait(lambda: d.remote_state, msg="outcome of a message to %s" % to)
+    out = (d.remote_state, d.remote.condition)
+    d.settle()
+    return out
+
+
+def test_anonymous_relay_and_replies_reach_only_what_the_space_may(env):
+    # wall-c: decl-any, decl-q (test_undeclared_addresses_are_refused_declared_ones_work)
+    c = connect(env, "wall-c")
+    anon = attach(c, None, sender=True)
+    assert refused(anon) is None
+    state, cond = anonymous_send(c, anon, "decl-q")
+    assert state == proton.Delivery.ACCEPTED, cond
+    for to in ("undeclared", "wall-c/decl-q", "wall-a/keep"):
+        state, cond = anonymous_send(c, anon, to)
+        assert state == proton.Delivery.REJECTED and "policy" in str(cond), (to, state, cond)
+    # <space>/<declared> is allowed to send to (anonymous messages are checked with the tenant
+    # prefix), but nobody can receive from it: no credit, nothing flows
+    assert attached(c, "wall-c/decl-any", False) is not None
+    odd = attach(c, "wall-c/decl-any", sender=True)
+    pause(c, 1.5)
+    assert odd.credit == 0
+    # request/response: a dynamic receiver's reply-to takes replies from a named or an anonymous sender
+    rcv = c.container.create_receiver(c.conn, None, dynamic=True)
+    c.wait(lambda: rcv.remote_source.address is not None, msg="dynamic source")
+    reply_to = rcv.remote_source.address
+    assert "/temp." in reply_to, reply_to
+    r = connect(env, "wall-c")
+    named = attach(r, reply_to, sender=True)
+    assert refused(named) is None
+    r_anon = attach(r, None, sender=True)
+    rcv.flow(2)
+    pause(c, 0.5)  # the credit reaches the router
+    r.wait(lambda: named.credit > 0, msg="credit on the reply address")
+    named.send(Message(body="named reply"))
+    r.wait(lambda: r_anon.credit > 0, msg="credit")
+    sent = r_anon.send(Message(address=reply_to, body="to %s" % reply_to))
+    pause(r, 0.5)
+    got = []
+    deadline = time.time() + 15
+    while len(got) < 2 and time.time() < deadline:
+        c.wait(lambda: rcv.current is not None and not rcv.current.partial or time.time() > deadline,
+               timeout=16, msg="reply")
+        d = rcv.current
+        if d is None:
+            break
+        m = Message()
+        m.decode(rcv.recv(d.pending))
+        rcv.advance()
+        d.update(d.ACCEPTED)
+        d.settle()
+        got.append(m.body)
+    pause(c, 0.5)  # the accepts travel back
+    r.wait(lambda: sent.remote_state, msg="outcome of the anonymous reply")
+    assert sent.remote_state == proton.Delivery.ACCEPTED, sent.remote.condition
+    r.close()
+    c.close()
+    assert sorted(got) == ["named reply", "to %s" % reply_to], got
+
+
+def test_authenticated_users_reach_only_declared_addresses(env):
+    # the auth service grants alice every address of her space ('*'): the space's declared ones
+    res = run_module("address_space", dict(common(env, "wall-s"), name="wall-s", type="standard",
+                                           plan="standard-unlimited"))
+    assert res.rc == 0, res.result
+    assert converge(env, "wall-s", ROUTED).rc == 0
+    env.auth_service.write_users("wall-s", {"alice": "alice-secret"})
+    c = BlockingConnection("127.0.0.1:%d" % port_of(env, "wall-s"), user="alice", password="alice-secret",
+                           allowed_mechs="PLAIN", allow_insecure_mechs=True, timeout=15)
+    for sender in (True, False):
+        assert attached(c, "decl-q", sender) is None, sender
+        err = attached(c, "undeclared", sender)
+        assert err is not None and "unauthorized" in str(err), (sender, err)
+    c.close()

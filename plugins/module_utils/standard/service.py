@@ -132,7 +132,7 @@ def space_level(service, space, port, record=None, addresses=()):
     desired = _ent.connector_entities(service.infra["brokers"])
     desired.update(_ent.space_entities(space, port, service.infra["auth_service"],
                                        bind_host=service.infra["bind_host"], anonymous=anonymous(record),
-                                       addresses=addresses))
+                                       addresses=addresses, routers=service.router_ids))
     return desired
 
 
