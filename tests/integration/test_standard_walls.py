@@ -11,7 +11,7 @@ Artemis pool broker:
   placed): an undeclared name is refused at attach, with an error the client
   sees, and so is a message an anonymous sender addresses to it.
 """
-import os
+import json
 import tempfile
 import time
 
@@ -58,7 +58,6 @@ def converge(env, space, addresses):
 
 
 def port_of(env, space):
-    import json
     with open(env.connection_file(space)) as f:
         return json.load(f)["endpoints"][0]["port"]
 
