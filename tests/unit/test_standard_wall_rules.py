@@ -45,3 +45,22 @@ def test_names_the_policy_cannot_list_are_refused_in_standard_spaces_only(name, 
     brokered = [{"address": name, "type": "queue", "plan": "brokered-queue"}]
     assert validation.validate_addresses({"name": "b", "type": "brokered", "plan": "brokered-single-broker"},
                                          brokered, cat) == []
+
+
+def test_the_routers_broker_role_creates_and_deletes_no_durable_queue():
+    """Item 3: a client's durable subscription through a link route is named
+    by Artemis after the router and the client's container id and link name,
+    never after its space; the routers' role (broker_router_role) therefore
+    must not create or delete durable queues (nor addresses). Read from the
+    role's template (the security-setting for every address)."""
+    import os
+    import re
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "broker", "templates", "broker.xml.j2")
+    with open(path) as f:
+        text = f.read()
+    block = re.search(r'<security-setting match="#">(.*?)</security-setting>', text, re.S).group(1)
+    perms = dict(re.findall(r'<permission type="(\w+)" roles="([^"]*)"/>', block))
+    for kind in ("send", "consume"):
+        assert "router" in perms[kind], (kind, perms[kind])
+    for kind in ("createDurableQueue", "deleteDurableQueue", "createAddress", "deleteAddress", "manage"):
+        assert "router" not in perms.get(kind, ""), (kind, perms[kind])
