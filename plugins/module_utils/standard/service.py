@@ -127,6 +127,11 @@ def anonymous(record):
     return ((record or {}).get("authentication_service") or {}).get("type") == "none"
 
 
+def placed(ledger):
+    """The addresses of a ledger that are placed (in the routers), by name."""
+    return [ledger.addresses[n] for n in sorted(ledger.addresses) if (ledger.homes.get(n) or {}).get("placed")]
+
+
 def space_level(service, space, port, record=None, addresses=()):
     """``addresses``: the placed ones (the vhost lets clients reach only those)."""
     desired = _ent.connector_entities(service.infra["brokers"])
@@ -134,11 +139,6 @@ def space_level(service, space, port, record=None, addresses=()):
                                        bind_host=service.infra["bind_host"], anonymous=anonymous(record),
                                        addresses=addresses, routers=service.router_ids))
     return desired
-
-
-def placed(ledger):
-    """The addresses of a ledger that are placed (in the routers), by name."""
-    return [ledger.addresses[n] for n in sorted(ledger.addresses) if (ledger.homes.get(n) or {}).get("placed")]
 
 
 def placement_for(service, space, splan, addresses, catalogue, ledger, live_brokers):
