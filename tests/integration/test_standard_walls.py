@@ -170,7 +170,7 @@ def test_clients_cannot_create_or_delete_broker_queues_of_any_space(env):
     if errors[-1] is None:
         sub_b.close()       # unsubscribe: Artemis deletes the subscription's queue
         b.wait(lambda: sub_b.state & Endpoint.REMOTE_CLOSED, msg="close")
-    # a global durable subscription is named after the link alone: name it as A's declared one
+    # a global durable subscription is named after the link (and the client's container id) alone
     sub_g = attach(b, "news", sender=False, name="wall-a/keep", options=DurableTopicSubscription(global_=True))
     errors.append(refused(sub_g))
     if errors[-1] is None:
