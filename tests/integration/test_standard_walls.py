@@ -138,6 +138,7 @@ def message_count(env, queue):
 def publish(env, space, address, count):
     c = connect(env, space)
     link = attach(c, address, sender=True)
+    assert refused(link) is None, (space, address, refused(link))
     sent = []
     for i in range(count):
         c.wait(lambda: link.credit > 0, msg="credit on %s" % address)
