@@ -316,6 +316,18 @@ def test_server_plain_then_open_with_identity_and_address_authz(srv):
     assert srv.backend.calls == [("space-a", "alice")]
 
 
+def test_every_address_is_no_address_authz_so_the_space_policy_applies():
+    """A user granted every address of the space gets the space's declared
+    addresses (the router's vhost policy): qdrouterd 1.19 would use an
+    address-authz of '*' instead of the policy (issue 19, item 5)."""
+    every = backends.Identity("alice", backends.ALL_ADDRESSES_GROUPS)
+    props, offered = server.open_properties(every, ["ADDRESS-AUTHZ"])
+    assert offered == ["ADDRESS-AUTHZ"] and "address-authz" not in props
+    some = backends.Identity("bob", ["recv_%2A"])
+    props, offered = server.open_properties(some, ["ADDRESS-AUTHZ"])
+    assert props["address-authz"] == {"*": ["recv"]}
+
+
 def test_server_sends_no_address_authz_unless_desired(srv):
     sock = client(srv.port)
     assert sasl(sock, "PLAIN", b"alice\0alice\0pw", "space-a") == codec.SASL_OK

@@ -86,6 +86,9 @@ def parse_plain(response):
         raise ProtocolError("a PLAIN response must be UTF-8")
 
 
+EVERY_ADDRESS = {"*": ["recv", "send"]}
+
+
 def open_properties(identity, desired_capabilities):
     """``(properties, offered capabilities)`` of the service's open frame for
     ``identity`` (an Identity)."""
@@ -96,8 +99,12 @@ def open_properties(identity, desired_capabilities):
     offered = None
     if CAPABILITY_ADDRESS_AUTHZ in desired_capabilities:
         offered = [CAPABILITY_ADDRESS_AUTHZ]
-        props["address-authz"] = dict(
-            (pattern, codec.Array("string", list(perms))) for pattern, perms in sorted(identity.address_authz.items()))
+        # every address of the space: no address-authz, so that the router applies the space's
+        # vhost policy (its declared addresses); qdrouterd 1.19 uses address-authz instead of it
+        if identity.address_authz != EVERY_ADDRESS:
+            props["address-authz"] = dict(
+                (pattern, codec.Array("string", list(perms)))
+                for pattern, perms in sorted(identity.address_authz.items()))
     return props, offered
 
 

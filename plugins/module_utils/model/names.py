@@ -113,6 +113,25 @@ def address_name_errors(address, field="address"):
     return errs
 
 
+def router_policy_name_errors(address, field="address"):
+    """A standard space's address is listed by name in its router vhost
+    policy (the names its clients may reach): no ``,`` (the list separator),
+    no ``*`` at the end (a prefix wildcard there) and no ``${user}`` (the
+    user-name token); each would let clients reach other, undeclared names."""
+    if not isinstance(address, str):
+        return []
+    errs = []
+    for bad, why in ((",", "the router's address policy separates names with ','"),
+                     ("${user}", "the router's address policy replaces ${user} by the user name")):
+        if bad in address:
+            errs.append("%s: %s must not contain %r in a standard address space (%s)"
+                        % (field, _fmt(address), bad, why))
+    if address.endswith("*"):
+        errs.append("%s: %s must not end with '*' in a standard address space (the router's address "
+                    "policy reads it as a wildcard)" % (field, _fmt(address)))
+    return errs
+
+
 def username_errors(username, field="username"):
     if not isinstance(username, str) or not username:
         return ["%s: %s is required and must be a non-empty string" % (field, _fmt(username))]

@@ -15,7 +15,8 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.model import pla
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import plans as _plans
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.documents import with_defaults
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import (
-    fmt as _fmt, kube_name_errors, space_name_errors, username_errors, address_name_errors)
+    fmt as _fmt, kube_name_errors, space_name_errors, username_errors, address_name_errors,
+    router_policy_name_errors)
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import types as _types
 
 SPACE_TYPES = ("standard", "brokered")
@@ -144,6 +145,8 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
             errs.extend(unknown + typed)
             continue
         errs.extend(address_name_errors(a.get("address"), f("address")))
+        if stype == "standard":
+            errs.extend(router_policy_name_errors(a["address"], f("address")))
         if a.get("name") is not None:
             errs.extend(kube_name_errors(a["name"], f("name"), space.get("name")))
         atype = a.get("type")

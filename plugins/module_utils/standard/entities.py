@@ -74,13 +74,45 @@ def entity(kind, **attrs):
     return out
 
 
-def space_entities(space, port, auth, bind_host="0.0.0.0", max_connections=None, anonymous=False):
+def terminus_names(space, addresses, routers=()):
+    """(sources, targets): what a client of the space may receive from and
+    send to, sorted. The vhost policy lists exactly these (qdrouterd 1.19
+    checks a link's address at attach, and each message of an anonymous
+    sender), so an undeclared name is refused (docs/standard-spaces.md):
+
+    * every declared and placed address (``addresses``, plain dicts) under
+      its own name; a subscription ``N`` of topic ``T`` as ``T::N``, to
+      receive from only;
+    * to send only: ``S/X`` for each of them, the name the router checks for
+      a message of an anonymous sender (it prefixes the tenant first; a link
+      attached to ``S/X`` itself reaches ``S/S/X``, where no receiver can
+      attach, so no message flows there);
+    * to send only: the temporary addresses of every router (``routers``,
+      ids), ``[amqp:/]_topo/0/<router>/temp.*``: the reply-to of a dynamic
+      receiver (request/response), the only router-made names."""
+    sources, targets = set(), set()
+    for a in addresses:
+        if a["type"] == "subscription":
+            sources.add("%s::%s" % (a.get("topic"), a["address"]))
+            continue
+        sources.add(a["address"])
+        targets.update((a["address"], internal(space, a["address"])))
+    for r in routers:
+        targets.update(("_topo/0/%s/temp.*" % r, "amqp:/_topo/0/%s/temp.*" % r))
+    return sorted(sources), sorted(targets)
+
+
+def space_entities(space, port, auth, bind_host="0.0.0.0", max_connections=None, anonymous=False,
+                   addresses=(), routers=()):
     """The entities of the space itself: vhost, auth plugin, listener.
     ``auth``: {host, port} of the auth service. ``anonymous``: the space's
     authentication service is of type ``none`` (EnMasse's): no SASL, anyone
-    who reaches the port is a client of the space."""
+    who reaches the port is a client of the space. ``addresses``: the
+    space's placed addresses, the only ones its clients reach (the vhost's
+    ``sources``/``targets``, ``terminus_names``); ``routers``: the mesh's ids."""
     pre = space_prefix(space)
-    group = {"users": "*", "remoteHosts": "*", "sources": "*", "targets": "*",
+    sources, targets = terminus_names(space, addresses, routers)
+    group = {"users": "*", "remoteHosts": "*", "sources": ",".join(sources), "targets": ",".join(targets),
              "allowDynamicSource": True, "allowAnonymousSender": True, "allowWaypointLinks": True,
              "allowDynamicLinkRoutes": True, "allowAdminStatusUpdate": True}
     vhost = {"hostname": space, "allowUnknownUser": True, "groups": {"$default": group}}

@@ -131,15 +131,22 @@ def anonymous(record):
     return ((record or {}).get("authentication_service") or {}).get("type") == "none"
 
 
-def space_level(service, space, port, record=None):
+def placed(ledger):
+    """The addresses of a ledger that are placed (in the routers), by name."""
+    return [ledger.addresses[n] for n in sorted(ledger.addresses) if (ledger.homes.get(n) or {}).get("placed")]
+
+
+def space_level(service, space, port, record=None, addresses=()):
+    """``addresses``: the placed ones (the vhost lets clients reach only those)."""
     desired = _ent.connector_entities(service.infra["brokers"])
     desired.update(_ent.space_entities(space, port, service.infra["auth_service"],
-                                       bind_host=service.infra["bind_host"], anonymous=anonymous(record)))
+                                       bind_host=service.infra["bind_host"], anonymous=anonymous(record),
+                                       addresses=addresses, routers=service.router_ids))
     return desired
 
 
 def desired_routers(service, space, port, addresses, homes, draining, record=None):
-    desired = space_level(service, space, port, record)
+    desired = space_level(service, space, port, record, [a for a in addresses if a["address"] in homes])
     for a in addresses:
         name = a["address"]
         if name not in homes:
@@ -487,7 +494,7 @@ def converge_space(service, ledger, desired, catalogue, connection_file=None, ch
     port = record["port"]
     with service.session() as session:
         live, status = service.read_routers(session, name, SPACE_KINDS)
-        want = space_level(service, name, port, record)
+        want = space_level(service, name, port, record, placed(ledger))
         # the space's address entities stay as they are: only the space-level ones are converged here
         scope = set(want) | set(n for r in live.values() for n in r
                                 if n in (_ent.space_prefix(name) + k for k in ("vhost", "auth", "amqp")))
