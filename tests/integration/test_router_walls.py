@@ -18,7 +18,6 @@ a standard address space converged.
   to the pool broker works with it."""
 import os
 import socket
-import ssl
 import stat
 import tempfile
 
