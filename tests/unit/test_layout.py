@@ -93,10 +93,15 @@ def _sizes(path):
     return len(text.splitlines()), long_ones
 
 
-@pytest.mark.parametrize("package", ["router", "metrics"])
-def test_no_file_over_600_lines_no_function_over_80(package):
+SIZED = ("plugins", "spark_jobs", "bench", "scripts", "molecule", "roles")
+
+
+@pytest.mark.parametrize("top", SIZED)
+def test_no_file_over_600_lines_no_function_over_80(top):
+    """The code stays readable in pieces: no Python file over 600 lines, no
+    function over 80 (nested functions count inside their parent)."""
     too_big = {}
-    for path in sorted(glob.glob(os.path.join(REPO, "plugins", "module_utils", package, "*.py"))):
+    for path in sorted(glob.glob(os.path.join(REPO, top, "**", "*.py"), recursive=True)):
         lines, long_ones = _sizes(path)
         if lines > 600 or long_ones:
             too_big[os.path.relpath(path, REPO)] = (lines, long_ones)

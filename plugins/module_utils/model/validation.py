@@ -108,7 +108,6 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
     splan = catalogue.address_space_plan(space.get("plan"))
     if splan is None:
         return [space_plan_missing(space, catalogue)]
-    allowed_types = _plans.ADDRESS_TYPES.get(stype, ())
     if not isinstance(addresses, list):
         return ["addresses: %s must be a list" % _fmt(addresses)]
 
@@ -149,76 +148,106 @@ def validate_addresses(space, addresses, catalogue, current=None, check_quota=Tr
             errs.extend(router_policy_name_errors(a["address"], f("address")))
         if a.get("name") is not None:
             errs.extend(kube_name_errors(a["name"], f("name"), space.get("name")))
-        atype = a.get("type")
-        type_ok = atype in allowed_types
-        if not type_ok:
-            errs.append("%s: %s must be one of %s for a %s address space"
-                        % (f("type"), _fmt(atype), ", ".join(allowed_types), stype))
-        pname = a.get("plan")
-        plan = catalogue.address_plan(pname) if isinstance(pname, str) else None
-        if not isinstance(pname, str) or not pname:
-            errs.append("%s: %s is required and must name an address plan" % (f("plan"), _fmt(pname)))
-        elif plan is None:
-            errs.append("%s: %s is not a known address plan" % (f("plan"), _fmt(pname)))
-        else:
-            if type_ok and plan.get("address_type") != atype:
-                errs.append("%s: %s is a plan for %s addresses, not %s"
-                            % (f("plan"), _fmt(pname), plan.get("address_type"), atype))
-            if pname not in (splan.get("address_plans") or []):
-                errs.append("%s: %s is not allowed by address space plan %s (allowed: %s)"
-                            % (f("plan"), _fmt(pname), _fmt(splan.get("name")),
-                               ", ".join(splan.get("address_plans") or [])))
-        # topic (subscriptions only)
-        topic = a.get("topic")
-        if atype == "subscription":
-            if not topic:
-                errs.append("%s: a subscription needs the topic it subscribes to" % f("topic"))
-            elif type_of(topic) != "topic":
-                errs.append("%s: %s must name an address of type topic in this address space%s"
-                            % (f("topic"), _fmt(topic),
-                               "" if type_of(topic) is None else " (it is a %s)" % type_of(topic)))
-        elif topic is not None:
-            errs.append("%s: %s is only allowed on subscription addresses" % (f("topic"), _fmt(topic)))
-        # deadletter / expiry
-        for key in ("deadletter", "expiry"):
-            ref = a.get(key)
-            if ref is None:
-                continue
-            if atype not in REFERENCE_TYPES:
-                errs.append("%s: %s is only allowed on %s addresses" % (f(key), _fmt(ref), ", ".join(REFERENCE_TYPES)))
-            elif type_of(ref) != "deadletter":
-                errs.append("%s: %s must name an address of type deadletter in this address space%s"
-                            % (f(key), _fmt(ref), "" if type_of(ref) is None else " (it is a %s)" % type_of(ref)))
-        # message_ttl, message_redelivery, subscription: types and bounds
-        # checked above (types.address_type_errors); here where they apply
-        for key, types in (("message_ttl", TTL_TYPES), ("message_redelivery", SETTINGS_TYPES)):
-            if a.get(key) is not None and atype not in types:
-                hint = " (a subscription takes its topic's: set it on topic %s)" % _fmt(topic) \
-                    if atype == "subscription" and topic else ""
-                errs.append("%s: %s is only allowed on %s addresses%s" % (f(key), _fmt(a[key]), ", ".join(types), hint))
-        if plan is not None and isinstance(a.get("message_ttl"), dict):
-            conflict = _plans.ttl_conflict(a["message_ttl"], plan.get("message_ttl"))
-            if conflict:
-                errs.append("%s: %s" % (f("message_ttl"), conflict))
-        sub = a.get("subscription")
-        if sub is not None and atype != "subscription":
-            errs.append("%s: %s is only allowed on subscription addresses" % (f("subscription"), _fmt(sub)))
-        # immutable fields
-        cur = current.get(a.get("address")) if isinstance(a.get("address"), str) else None
-        if cur is not None:
-            want, have = with_defaults(a), with_defaults(cur)
-            for key in IMMUTABLE_ADDRESS_FIELDS:
-                wv, hv = _get_path(want, key), _get_path(have, key)
-                if key == "type" and wv != hv:
-                    errs.append("%s: %s cannot change (it is %s); type is immutable: delete the "
-                                "address and create it again" % (f("type"), _fmt(wv), _fmt(hv)))
-                elif key != "type" and _get_path(have, "type") == "subscription" and wv != hv:
-                    errs.append("%s: %s cannot change (it is %s); %s is immutable"
-                                % (f(key), _fmt(wv), _fmt(hv), key))
+        plan, plan_errs = _type_and_plan_errors(a, f, stype, splan, catalogue)
+        errs.extend(plan_errs)
+        errs.extend(_reference_errors(a, f, type_of))
+        errs.extend(_settings_errors(a, f, plan))
+        errs.extend(_immutable_errors(a, f, current))
 
     if check_quota and not errs:
         msgs, unused = quota_check(space, splan, addresses, catalogue, positions=positions)
         errs.extend(msgs)
+    return errs
+
+
+def _type_and_plan_errors(a, f, stype, splan, catalogue):
+    """(the address plan or None, the type and plan messages)."""
+    errs = []
+    allowed_types = _plans.ADDRESS_TYPES.get(stype, ())
+    atype = a.get("type")
+    type_ok = atype in allowed_types
+    if not type_ok:
+        errs.append("%s: %s must be one of %s for a %s address space"
+                    % (f("type"), _fmt(atype), ", ".join(allowed_types), stype))
+    pname = a.get("plan")
+    plan = catalogue.address_plan(pname) if isinstance(pname, str) else None
+    if not isinstance(pname, str) or not pname:
+        errs.append("%s: %s is required and must name an address plan" % (f("plan"), _fmt(pname)))
+    elif plan is None:
+        errs.append("%s: %s is not a known address plan" % (f("plan"), _fmt(pname)))
+    else:
+        if type_ok and plan.get("address_type") != atype:
+            errs.append("%s: %s is a plan for %s addresses, not %s"
+                        % (f("plan"), _fmt(pname), plan.get("address_type"), atype))
+        if pname not in (splan.get("address_plans") or []):
+            errs.append("%s: %s is not allowed by address space plan %s (allowed: %s)"
+                        % (f("plan"), _fmt(pname), _fmt(splan.get("name")),
+                           ", ".join(splan.get("address_plans") or [])))
+    return plan, errs
+
+
+def _reference_errors(a, f, type_of):
+    """topic (subscriptions only), deadletter and expiry: what they name."""
+    errs = []
+    atype = a.get("type")
+    topic = a.get("topic")
+    if atype == "subscription":
+        if not topic:
+            errs.append("%s: a subscription needs the topic it subscribes to" % f("topic"))
+        elif type_of(topic) != "topic":
+            errs.append("%s: %s must name an address of type topic in this address space%s"
+                        % (f("topic"), _fmt(topic),
+                           "" if type_of(topic) is None else " (it is a %s)" % type_of(topic)))
+    elif topic is not None:
+        errs.append("%s: %s is only allowed on subscription addresses" % (f("topic"), _fmt(topic)))
+    for key in ("deadletter", "expiry"):
+        ref = a.get(key)
+        if ref is None:
+            continue
+        if atype not in REFERENCE_TYPES:
+            errs.append("%s: %s is only allowed on %s addresses" % (f(key), _fmt(ref), ", ".join(REFERENCE_TYPES)))
+        elif type_of(ref) != "deadletter":
+            errs.append("%s: %s must name an address of type deadletter in this address space%s"
+                        % (f(key), _fmt(ref), "" if type_of(ref) is None else " (it is a %s)" % type_of(ref)))
+    return errs
+
+
+def _settings_errors(a, f, plan):
+    """message_ttl, message_redelivery, subscription: their types and bounds
+    are checked before (types.address_type_errors); here where they apply."""
+    errs = []
+    atype = a.get("type")
+    topic = a.get("topic")
+    for key, types in (("message_ttl", TTL_TYPES), ("message_redelivery", SETTINGS_TYPES)):
+        if a.get(key) is not None and atype not in types:
+            hint = " (a subscription takes its topic's: set it on topic %s)" % _fmt(topic) \
+                if atype == "subscription" and topic else ""
+            errs.append("%s: %s is only allowed on %s addresses%s" % (f(key), _fmt(a[key]), ", ".join(types), hint))
+    if plan is not None and isinstance(a.get("message_ttl"), dict):
+        conflict = _plans.ttl_conflict(a["message_ttl"], plan.get("message_ttl"))
+        if conflict:
+            errs.append("%s: %s" % (f("message_ttl"), conflict))
+    sub = a.get("subscription")
+    if sub is not None and atype != "subscription":
+        errs.append("%s: %s is only allowed on subscription addresses" % (f("subscription"), _fmt(sub)))
+    return errs
+
+
+def _immutable_errors(a, f, current):
+    """Changes to fields that never change once the address exists."""
+    errs = []
+    cur = current.get(a.get("address")) if isinstance(a.get("address"), str) else None
+    if cur is None:
+        return errs
+    want, have = with_defaults(a), with_defaults(cur)
+    for key in IMMUTABLE_ADDRESS_FIELDS:
+        wv, hv = _get_path(want, key), _get_path(have, key)
+        if key == "type" and wv != hv:
+            errs.append("%s: %s cannot change (it is %s); type is immutable: delete the "
+                        "address and create it again" % (f("type"), _fmt(wv), _fmt(hv)))
+        elif key != "type" and _get_path(have, "type") == "subscription" and wv != hv:
+            errs.append("%s: %s cannot change (it is %s); %s is immutable"
+                        % (f(key), _fmt(wv), _fmt(hv), key))
     return errs
 
 
