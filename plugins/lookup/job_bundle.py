@@ -26,7 +26,9 @@ description:
 options:
   _terms:
     description:
-      - The parts to return, any of C(job) and C(collector); both when none is given.
+      - The parts to return, any of C(job), C(collector) (the capacity planner's), C(keeper) (what the router
+        keeper of the C(enmasse.messaging.standard) role imports) and C(auth_service) (the files of the
+        C(enmasse.messaging.auth_service) role's service); C(job) and C(collector) when none is given.
     type: list
     elements: str
     required: false
@@ -67,8 +69,13 @@ _raw:
     source:
       description: The file it was read from on the controller.
       type: str
+    root:
+      description:
+        - The collection's directory on the controller that C(source) is under (a role packs the files from
+          there, for example with C(tar --directory), without knowing where the collection is installed).
+      type: str
     parts:
-      description: Which of C(job) and C(collector) need the file.
+      description: Which of the parts need the file.
       type: list
       elements: str
 """
@@ -86,7 +93,13 @@ JOB_ENTRY = "capacity_plan.py"
 JOB_PACKAGE = "enmasse_capacity"
 # module_utils modules the collector scripts (roles/capacity_planner/files) import
 COLLECTOR_ROOTS = ("metrics/collect.py", "metrics/planner_model.py", "errors.py")
-PARTS = ("job", "collector")
+# what the other host programs run from the collection's module_utils: the
+# router keeper (role standard) and the auth service (role auth_service)
+ROOTS = {"collector": COLLECTOR_ROOTS, "keeper": ("standard/keeper.py",),
+         "auth_service": ("auth/server.py", "auth/codec.py", "auth/backends.py")}
+PARTS = ("job", "collector", "keeper", "auth_service")
+# what the lookup returns when no part is named (the capacity planner's bundle)
+DEFAULT_PARTS = ("job", "collector")
 
 
 def collection_root():
@@ -178,7 +191,7 @@ def job_files(root):
     return out
 
 
-def bundle(root=None, parts=PARTS):
+def bundle(root=None, parts=DEFAULT_PARTS):
     """The bundle as a list of dicts (path, content, source, parts), sorted by path."""
     root = root or collection_root()
     mu_root = os.path.join(root, "plugins", "module_utils")
@@ -188,7 +201,7 @@ def bundle(root=None, parts=PARTS):
     entries = {}
 
     def put(dest, source, part):
-        e = entries.setdefault(dest, {"path": dest, "source": source, "parts": []})
+        e = entries.setdefault(dest, {"path": dest, "source": source, "root": root, "parts": []})
         if part not in e["parts"]:
             e["parts"].append(part)
 
@@ -198,13 +211,13 @@ def bundle(root=None, parts=PARTS):
             put(dest, source, "job")
         for f in closure([s for _d, s in files], mu_root) - set(s for _d, s in files):
             put(DEST_PREFIX + "/" + os.path.relpath(f, mu_root).replace(os.sep, "/"), f, "job")
-    if "collector" in parts:
-        roots = [os.path.join(mu_root, *r.split("/")) for r in COLLECTOR_ROOTS]
+    for part in (p for p in parts if p in ROOTS):
+        roots = [os.path.join(mu_root, *r.split("/")) for r in ROOTS[part]]
         missing = [r for r in roots if not os.path.isfile(r)]
         if missing:
-            raise ValueError("the collector's module_utils are missing: %s" % ", ".join(missing))
+            raise ValueError("the %s's module_utils are missing: %s" % (part, ", ".join(missing)))
         for f in closure(roots, mu_root):
-            put(DEST_PREFIX + "/" + os.path.relpath(f, mu_root).replace(os.sep, "/"), f, "collector")
+            put(DEST_PREFIX + "/" + os.path.relpath(f, mu_root).replace(os.sep, "/"), f, part)
     out = []
     for dest in sorted(entries):
         e = entries[dest]
@@ -223,6 +236,6 @@ class LookupModule(LookupBase):
         for t in terms or []:
             parts.extend(t if isinstance(t, list) else [t])
         try:
-            return bundle(parts=tuple(parts) or PARTS)
+            return bundle(parts=tuple(parts) or DEFAULT_PARTS)
         except (OSError, ValueError, SyntaxError) as e:
             raise AnsibleLookupError("enmasse.messaging.job_bundle: %s" % e)

@@ -38,6 +38,7 @@ def test_bundle_holds_the_job_and_what_it_imports():
         with open(e["source"]) as f:
             assert e["content"] == f.read()
         assert e["parts"] and set(e["parts"]) <= {"job", "collector"}
+        assert e["root"] == REPO
 
 
 def test_parts_are_the_import_closures():
@@ -83,3 +84,28 @@ def test_ansible_doc_documents_the_lookup():
                           "enmasse.messaging.job_bundle"], capture_output=True, check=False, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "job_bundle" in out.stdout and "collector" in out.stdout
+
+
+def test_the_keeper_and_the_auth_service_parts():
+    """The router keeper (role standard) and the auth service (role
+    auth_service) get their files from the lookup too: what they import and
+    nothing of Ansible."""
+    keeper = paths(job_bundle.bundle(root=REPO, parts=("keeper",)))
+    assert MU + "standard/keeper.py" in keeper and MU + "router/client.py" in keeper
+    assert MU + "runner.py" not in keeper and MU + "backends.py" not in keeper
+    auth = paths(job_bundle.bundle(root=REPO, parts=("auth_service",)))
+    assert auth == [MU + "auth/%s.py" % m for m in ("__init__", "backends", "codec", "server")]
+
+
+def test_no_role_reads_outside_itself():
+    """Roles take the collection's files from its lookup plugins, never by a
+    path out of their own directory (role_path ~ '/../..')."""
+    offenders = []
+    for root, unused, files in os.walk(os.path.join(REPO, "roles")):
+        for name in files:
+            if name.endswith((".yml", ".yaml", ".j2")):
+                with open(os.path.join(root, name)) as f:
+                    for n, line in enumerate(f, 1):
+                        if "role_path" in line and "/.." in line:
+                            offenders.append("%s:%d" % (os.path.relpath(os.path.join(root, name), REPO), n))
+    assert offenders == []
