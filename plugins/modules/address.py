@@ -274,7 +274,7 @@ addresses:
         consumers:
           description:
             - Consumers attached.
-            - Null where the backend cannot tell (standard spaces: consumers attach to the routers; a cluster
+            - Null where the backend cannot tell (in standard spaces consumers attach to the routers; a cluster
               whose operator does not report it).
           type: int
           returned: always
