@@ -26,6 +26,8 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.model.names impo
 
 SPACE_KEYS = ("address_space", "users", "messaging_user")
 USER_KEYS = ("username", "password", "authorization")
+
+
 def auth_service_users_errors(spaces, field="auth_service_address_spaces"):
     """Every error in the list of spaces and their users, as messages."""
     if spaces is None:

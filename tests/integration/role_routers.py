@@ -66,8 +66,8 @@ def render(base_dir, routers, broker_credentials=(), credentials_dir=None, mesh_
     out = subprocess.run(["ansible-playbook", "-i", inv, pb], capture_output=True,
                          text=True, env=env, cwd=base_dir, check=False, timeout=600)
     if out.returncode != 0:
-        raise RuntimeError("the router role could not render the routers: %s%s" % (out.stdout[-3000:],
-                                                                                  out.stderr[-2000:]))
+        raise RuntimeError("the router role could not render the routers: %s%s"
+                           % (out.stdout[-3000:], out.stderr[-2000:]))
     files = router_filter.router_secret_files(list(broker_credentials), "/unused") if broker_credentials else {}
     result = {}
     for r in routers:
