@@ -265,3 +265,20 @@ class StandardEnv(object):
     def cleanup(self):
         self.stop()
         shutil.rmtree(self.base_dir, ignore_errors=True)
+
+
+def drain(conn, address, expect, timeout=15):
+    """The bodies of up to ``expect`` messages received (and accepted) from
+    ``address`` on the blocking connection ``conn`` within ``timeout``."""
+    rcv = conn.create_receiver(address, credit=expect)
+    got = []
+    deadline = time.time() + timeout
+    while len(got) < expect and time.time() < deadline:
+        try:
+            m = rcv.receive(timeout=max(0.1, deadline - time.time()))
+        except Exception:  # pylint: disable=broad-except  # a Timeout: fewer than expected
+            break
+        got.append(m.body)
+        rcv.accept()
+    rcv.close()
+    return got

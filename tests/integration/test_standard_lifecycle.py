@@ -12,6 +12,7 @@ import time
 import pytest
 
 from helpers import run_module
+import standard_env
 from standard_env import StandardEnv, build_router
 
 pytestmark = pytest.mark.integration
@@ -92,16 +93,7 @@ def send(env, space, address, bodies):
 
 def drain(env, space, address, expect, router=0, timeout=15):
     c = connect(env, space, router)
-    rcv = c.create_receiver(address, credit=expect)
-    got = []
-    deadline = time.time() + timeout
-    while len(got) < expect and time.time() < deadline:
-        try:
-            m = rcv.receive(timeout=max(0.1, deadline - time.time()))
-        except Exception:
-            break
-        got.append(m.body)
-        rcv.accept()
+    got = standard_env.drain(c, address, expect, timeout)
     c.close()
     return got
 

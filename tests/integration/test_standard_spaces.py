@@ -13,7 +13,7 @@ import time
 import pytest
 
 from helpers import run_module
-from standard_env import StandardEnv, build_router
+from standard_env import StandardEnv, build_router, drain
 
 pytestmark = pytest.mark.integration
 proton = pytest.importorskip("proton", reason="python-qpid-proton is not installed (pip install -r requirements-test.txt)")
@@ -146,21 +146,6 @@ def direct_roundtrip(receivers, sender_conn, address, body, timeout=15):
         done.set()
     for t in threads:
         t.join(timeout + 5)
-    return got
-
-
-def drain(conn, address, expect, timeout=15):
-    rcv = conn.create_receiver(address, credit=expect)
-    got = []
-    deadline = time.time() + timeout
-    while len(got) < expect and time.time() < deadline:
-        try:
-            m = rcv.receive(timeout=max(0.1, deadline - time.time()))
-        except Exception:
-            break
-        got.append(m.body)
-        rcv.accept()
-    rcv.close()
     return got
 
 

@@ -189,17 +189,14 @@ def test_clients_cannot_create_or_delete_broker_queues_of_any_space(env):
     assert all("permission" in str(e).lower() or "unauthorized" in str(e).lower() for e in errors), errors
 
 
-def test_declared_subscription_still_works_through_the_link_route(env):
-    publish(env, "wall-a", "news", 2)
-    c = connect(env, "wall-a")
-    rcv = attach(c, "news::keep", sender=False)
-    assert refused(rcv) is None
-    rcv.flow(10)
+def accept_bodies(c, rcv, count, what, timeout=15):
+    """The bodies of up to ``count`` messages on the raw receiver ``rcv`` of
+    connection ``c``, each accepted and settled, within ``timeout``."""
     got = []
-    deadline = time.time() + 15
-    while len(got) < 5 and time.time() < deadline:
+    deadline = time.time() + timeout
+    while len(got) < count and time.time() < deadline:
         c.wait(lambda: rcv.current is not None and not rcv.current.partial or time.time() > deadline,
-               timeout=16, msg="message")
+               timeout=timeout + 1, msg=what)
         d = rcv.current
         if d is None:
             break
@@ -209,6 +206,16 @@ def test_declared_subscription_still_works_through_the_link_route(env):
         d.update(d.ACCEPTED)
         d.settle()
         got.append(m.body)
+    return got
+
+
+def test_declared_subscription_still_works_through_the_link_route(env):
+    publish(env, "wall-a", "news", 2)
+    c = connect(env, "wall-a")
+    rcv = attach(c, "news::keep", sender=False)
+    assert refused(rcv) is None
+    rcv.flow(10)
+    got = accept_bodies(c, rcv, 5, "message")
     c.close()
     assert sorted(got) == sorted(["wall-a-0", "wall-a-1", "wall-a-2", "wall-a-0", "wall-a-1"]), got
 
@@ -291,20 +298,7 @@ def test_anonymous_relay_and_replies_reach_only_what_the_space_may(env):
     r.wait(lambda: r_anon.credit > 0, msg="credit")
     sent = r_anon.send(Message(address=reply_to, body="to %s" % reply_to))
     pause(r, 0.5)
-    got = []
-    deadline = time.time() + 15
-    while len(got) < 2 and time.time() < deadline:
-        c.wait(lambda: rcv.current is not None and not rcv.current.partial or time.time() > deadline,
-               timeout=16, msg="reply")
-        d = rcv.current
-        if d is None:
-            break
-        m = Message()
-        m.decode(rcv.recv(d.pending))
-        rcv.advance()
-        d.update(d.ACCEPTED)
-        d.settle()
-        got.append(m.body)
+    got = accept_bodies(c, rcv, 2, "reply")
     pause(c, 0.5)  # the accepts travel back
     r.wait(lambda: sent.remote_state, msg="outcome of the anonymous reply")
     assert sent.remote_state == proton.Delivery.ACCEPTED, sent.remote.condition
