@@ -158,3 +158,12 @@ def test_the_ledger_and_the_phases_live_outside_the_brokered_backend():
         with open(path) as f:
             text = f.read()
         assert 'PHASE_ACTIVE = "Active"' not in text and 'PHASE_DELETED = "Deleted"' not in text, path
+
+
+def test_test_files_have_unique_names():
+    """pytest imports test files by their basename (no packages): two of one
+    name in different folders stop the whole run at collection."""
+    names = {}
+    for path in glob.glob(os.path.join(REPO, "tests", "**", "test_*.py"), recursive=True):
+        names.setdefault(os.path.basename(path), []).append(os.path.relpath(path, REPO))
+    assert dict((n, p) for n, p in names.items() if len(p) > 1) == {}
