@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import pytest
+import yaml
 
 pytestmark = pytest.mark.unit
 
@@ -123,10 +124,12 @@ echo "$(basename "$0") $*" >> "$STUB_LOG"
 case "$(basename "$0")" in
   ansible-playbook)
     for a in "$@"; do case "$a" in enmasse_ports_file=*) printf 'aio 5672\\naio 5772\\n' > "${a#enmasse_ports_file=}" ;; esac; done
+    for a in "$@"; do case "$a" in */container.yml) cp "$a" "$STUB_LOG.inventory" ;; esac; done
     echo "PLAY RECAP"; echo "aio : ok=1 changed=0 failed=0" ;;
   podman)
     if [ "$1 $2" = "container inspect" ]; then
-      case "$*" in *State.Status*) echo "${STUB_PODMAN_STATE:-running}" ;; *) echo "5672/tcp 5772/tcp" ;; esac
+      case "$*" in *State.Status*) echo "${STUB_PODMAN_STATE:-running}" ;;
+                   *State.Pid*) echo "${STUB_PODMAN_PID:-4242}" ;; *) echo "5672/tcp 5772/tcp" ;; esac
     elif [ "$1" = exec ]; then echo running; fi ;;
   image-builder) echo localhost/stub:image ;;
   python3)
@@ -172,6 +175,21 @@ def test_aio_check_run_does_not_say_deployed(stubs):
     assert "check run" in r.stdout and "nothing was changed" in r.stdout, r.stdout
     r = _run(["bash", "scripts/aio.sh"], env=env)
     assert r.returncode == 0 and "deployed in" in r.stdout, r.stdout
+
+
+def test_aio_enters_the_container_namespaces_not_podman_exec(stubs):
+    # podman exec costs about 0.3 s, several times per task (docs/benchmarks.md, all-in-one):
+    # the container is reached through its init's namespaces, the PID podman reports
+    env, log = stubs[:2]
+    r = _run(["bash", "scripts/aio.sh"], env=env)
+    assert r.returncode == 0, r.stdout
+    inventory = yaml.safe_load((log.parent / "calls.log.inventory").read_text())
+    aio = inventory["all"]["children"]["brokers"]["hosts"]["aio"]
+    assert aio["ansible_connection"] == "community.docker.nsenter", aio
+    assert aio["ansible_nsenter_pid"] == 4242, aio
+    # a container without a process (stopped under our feet): refused, never PID 0 (this machine)
+    r = _run(["bash", "scripts/aio.sh"], env=dict(env, STUB_PODMAN_PID="0"))
+    assert r.returncode != 0 and "is not running" in r.stdout, r.stdout
 
 
 def test_aio_uninstall_builds_no_image_and_says_what_it_leaves(stubs):
@@ -283,3 +301,18 @@ def test_standard_endpoints_without_router_endpoint_host_are_the_status_host(tmp
     data = json.loads(r.stdout[r.stdout.index("{"):])
     results = [h for p in data["plays"] for t in p["tasks"] for h in t["hosts"].values()][0]["results"]
     assert results[0]["msg"]["endpoints"] == ["r1.example.com:5701", "r2.example.com:5701"], results
+
+
+def test_site_gathers_facts_once_per_host():
+    # the routers play re-gathered every fact the brokers play had just gathered on the same host (one
+    # full setup per host and run is enough); a router host that is no broker host still gets them all
+    with open(os.path.join(REPO, "playbooks", "site.yml"), encoding="utf-8") as f:
+        plays = yaml.safe_load(f)
+    brokers = next(p for p in plays if p.get("hosts") == "brokers" and p.get("roles"))
+    routers = next(p for p in plays if p.get("hosts") == "routers")
+    assert brokers["gather_facts"] is True and "gather_subset" not in brokers
+    assert routers["gather_facts"] is False
+    setup = routers["pre_tasks"][0]
+    assert "ansible.builtin.setup" in setup and not setup["ansible.builtin.setup"], setup
+    assert setup["when"] == "'all' not in ansible_facts['gather_subset'] | default([])", setup
+    assert "always" in setup["tags"], setup
