@@ -15,7 +15,8 @@ Every subcommand prints one JSON object on stdout; verify.yml asserts on it.
     reject    --router R --space S --address A --count N [--timeout T]
     anycast   --sender R --receiver R --space S --address A
     no-credit --router R --space S --address A [--wait T]
-    multicast --sender R --receivers R,R,R --space S --address A
+    multicast --sender R --receivers R,R,R --space S --address A [--count N]
+    isolation --spaces S,S --senders R,R --receivers R,R --address A [--recv-address A] [--count N]
     auth      --router R --space S [--user U] [--password P] [--anonymous]
     traffic   --space S --queue-routers R,R --queue Q --anycast-from R --anycast-to R
               --anycast A --duration T
@@ -29,6 +30,8 @@ import time
 from proton import Message
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
+
+from checks import delivery_problems, duplicates, isolation_problems
 
 
 def config():
@@ -234,16 +237,22 @@ class NoCredit(Base):
 
 
 class Multicast(Base):
-    """Receivers on every router, a sender on one: messages go out every half
-    second until one of them reached every receiver."""
+    """Receivers on every router, a sender on one. Multicast is presettled
+    and a router drops what it has no receiver for yet, so first probes go
+    out every half second until one reached every receiver (the receivers are
+    known across the mesh); then ``count`` messages, and every receiver must
+    get every one of them (checks.delivery_problems)."""
 
-    def __init__(self, sender, receivers, address, timeout=60):
+    def __init__(self, sender, receivers, address, count=20, timeout=60):
         super(Multicast, self).__init__(timeout)
-        self.sender_url, self.receiver_urls, self.address = sender, receivers, address
-        self.got = [set() for unused in receivers]
-        self.result = {"common": None, "per_receiver": []}
+        self.sender_url, self.receiver_urls, self.address, self.count = sender, receivers, address, count
+        self.got = [[] for unused in receivers]
+        self.probes = [set() for unused in receivers]
+        self.result = {"common": None, "sent": [], "per_receiver": []}
         self.opened = 0
         self.snd = None
+        self.tick = None
+        self.last_call = False
         self.n = 0
 
     def begin(self, event):
@@ -269,23 +278,115 @@ class Multicast(Base):
     def on_tick(self, event):
         if self.hard is not None:
             return
+        if self.last_call:
+            self.finish()
+            return
         if self.snd is not None and self.snd.credit:
-            self.snd.send(Message(body="mc-%d" % self.n))
-            self.n += 1
-        self.tick = event.container.schedule(0.5, self)
+            if self.result["common"] is None:
+                self.snd.send(Message(body="probe-%d" % self.n))
+                self.n += 1
+            elif len(self.result["sent"]) < self.count:
+                body = "mc-%d" % len(self.result["sent"])
+                self.snd.send(Message(body=body))
+                self.result["sent"].append(body)
+        if self.result["common"] is not None and len(self.result["sent"]) >= self.count:
+            # the last ones have a few seconds to arrive
+            self.tick = event.container.schedule(3, self)
+            self.last_call = True
+            return
+        self.tick = event.container.schedule(0.5 if self.result["common"] is None else 0.05, self)
 
     def on_message(self, event):
         i = int(event.receiver.name[1:])
-        self.got[i].add(event.message.body)
+        body = event.message.body
         self.accept(event.delivery)
-        common = set.intersection(*self.got)
-        if common:
-            self.result["common"] = sorted(common)[0]
-            self.finish()
+        if str(body).startswith("probe-"):
+            self.probes[i].add(body)
+            common = set.intersection(*self.probes)
+            if common and self.result["common"] is None:
+                self.result["common"] = sorted(common)[0]
+        else:
+            self.got[i].append(body)
+            if all(len(g) >= self.count for g in self.got) and len(self.result["sent"]) >= self.count:
+                self.finish()
 
     def finish(self):
         self.result["per_receiver"] = [len(g) for g in self.got]
-        if getattr(self, "tick", None) is not None:
+        received = dict(("receiver %d" % i, g) for i, g in enumerate(self.got))
+        self.result["problems"] = delivery_problems(self.result["sent"], received)
+        self.result["duplicates"] = duplicates(received)
+        if self.tick is not None:
+            self.tick.cancel()
+        self.stop()
+
+
+class Isolation(Base):
+    """Two spaces, the same address: a receiver in each (on different
+    routers), then a sender in each; each sender sends a message every 0.2 s
+    (bodies start with its space's name) until its own space's receiver has
+    ``count`` of them; then 3 s more for strays. Neither receiver may get
+    the other space's messages (checks.isolation_problems)."""
+
+    def __init__(self, spaces, address, count=3, recv_address=None, timeout=60):
+        super(Isolation, self).__init__(timeout)
+        # spaces: [(name, sender url, receiver url)]
+        self.spaces, self.address, self.count = spaces, address, count
+        self.recv_address = recv_address or address
+        self.bodies = dict((name, []) for name, unused, unused2 in spaces)
+        self.senders = {}
+        self.sent = dict((name, 0) for name, unused, unused2 in spaces)
+        self.opened = 0
+        self.tick = None
+        self.done_at = None
+        self.result = {"bodies": self.bodies, "sent": self.sent}
+
+    def begin(self, event):
+        self.conns = []
+        for name, unused, rurl in self.spaces:
+            c = event.container.connect(**rurl)
+            self.conns.append(c)
+            event.container.create_receiver(c, self.recv_address, name="recv-" + name)
+
+    def on_link_opened(self, event):
+        if event.receiver:
+            self.opened += 1
+            if self.opened == len(self.spaces):
+                for name, surl, unused in self.spaces:
+                    c = event.container.connect(**surl)
+                    self.conns.append(c)
+                    self.senders[name] = event.container.create_sender(c, self.address, name="send-" + name)
+                self.tick = event.container.schedule(0.2, self)
+
+    def _own(self, name):
+        return len([b for b in self.bodies[name] if str(b).startswith(name + "-")])
+
+    def on_tick(self, event):
+        if self.hard is not None:
+            return
+        if all(self._own(name) >= self.count for name in self.bodies):
+            if self.done_at is None:
+                self.done_at = time.time()
+            elif time.time() - self.done_at >= 3:
+                self.finish()
+                return
+        for name, snd in self.senders.items():
+            if snd.credit and self._own(name) < self.count and self.sent[name] < self.count * 20:
+                body = "%s-%s-%d" % (name, self.address, self.sent[name])
+                snd.send(Message(id=body, body=body, durable=True))
+                self.sent[name] += 1
+        self.tick = event.container.schedule(0.2, self)
+
+    def on_message(self, event):
+        self.bodies[event.receiver.name[len("recv-"):]].append(event.message.body)
+        self.accept(event.delivery)
+
+    def on_timeout(self, event):
+        self.result["timed_out"] = True
+        self.finish()
+
+    def finish(self):
+        self.result["problems"] = isolation_problems(self.bodies, self.count)
+        if self.tick is not None:
             self.tick.cancel()
         self.stop()
 
@@ -447,6 +548,14 @@ def main():
     s.add_argument("--receivers", required=True)
     s.add_argument("--space", required=True)
     s.add_argument("--address", required=True)
+    s.add_argument("--count", type=int, default=20)
+    s = sub.add_parser("isolation")
+    s.add_argument("--spaces", required=True)
+    s.add_argument("--senders", required=True)
+    s.add_argument("--receivers", required=True)
+    s.add_argument("--address", required=True)
+    s.add_argument("--recv-address")
+    s.add_argument("--count", type=int, default=3)
     s = sub.add_parser("traffic")
     s.add_argument("--space", required=True)
     s.add_argument("--queue-routers", required=True)
@@ -474,7 +583,11 @@ def main():
         h = Anycast(url(a.sender, a.space, cfg), url(a.receiver, a.space, cfg), a.address)
     elif a.cmd == "multicast":
         h = Multicast(url(a.sender, a.space, cfg), [url(r, a.space, cfg) for r in a.receivers.split(",")],
-                      a.address)
+                      a.address, a.count)
+    elif a.cmd == "isolation":
+        spaces = [(sp, url(snd, sp, cfg), url(rcv, sp, cfg))
+                  for sp, snd, rcv in zip(a.spaces.split(","), a.senders.split(","), a.receivers.split(","))]
+        h = Isolation(spaces, a.address, a.count, a.recv_address)
     else:
         h = Traffic([url(r, a.space, cfg) for r in a.queue_routers.split(",")], a.queue,
                     url(a.anycast_from, a.space, cfg), url(a.anycast_to, a.space, cfg), a.anycast, a.duration)
