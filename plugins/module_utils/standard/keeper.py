@@ -15,7 +15,7 @@ Nothing is read from the brokers and nothing on them changes. Entities the
 ledgers do not know are left alone here: pruning is the modules' job.
 
     python -m ansible_collections.enmasse.messaging.plugins.module_utils.standard.keeper \\
-        --infrastructure-file /etc/enmasse-messaging/standard.json [--interval 2] [--once]
+        --infrastructure-file /etc/enmasse-messaging/standard.json [--interval 2] [--timeout 10] [--once]
 """
 
 from __future__ import absolute_import, division, print_function
@@ -35,6 +35,11 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.standard import 
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as _service
 
 LOG = logging.getLogger("enmasse-router-keeper")
+# seconds a management request of the keeper waits for its reply: a router
+# that was just killed stays in the mesh's list for a moment, and a request
+# routed to it is answered by nobody; with the modules' timeout (60 s) the
+# keeper sat out a whole minute before it restored the restarted router
+REQUEST_TIMEOUT = 10.0
 ROUTER_TYPE = "org.apache.qpid.dispatch.router"
 
 
@@ -92,12 +97,12 @@ def uptimes(session, router_ids):
     return out
 
 
-def watch(infra_path, interval=2.0, once=False):
+def watch(infra_path, interval=2.0, once=False, timeout=REQUEST_TIMEOUT):
     seen = {}
     while True:
         try:
             service = _service.StandardService(_infra.load_infra(infra_path))
-            with service.session() as session:
+            with _routers.open_session(service.infra, timeout) as session:
                 up = uptimes(session, service.router_ids)
                 todo = [r for r, u in up.items() if u is not None and (r not in seen or seen[r] is None
                                                                        or u < seen[r])]
@@ -119,9 +124,11 @@ def main(argv=None):
     parser.add_argument("--infrastructure-file", default=_infra.DEFAULT_INFRA_FILE)
     parser.add_argument("--interval", type=float, default=2.0)
     parser.add_argument("--once", action="store_true")
+    parser.add_argument("--timeout", type=float, default=REQUEST_TIMEOUT,
+                        help="seconds a management request waits for its reply")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
-    watch(args.infrastructure_file, args.interval, args.once)
+    watch(args.infrastructure_file, args.interval, args.once, args.timeout)
 
 
 if __name__ == "__main__":

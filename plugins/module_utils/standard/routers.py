@@ -16,8 +16,10 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.router import di
 from ansible_collections.enmasse.messaging.plugins.module_utils.router import reader as _reader
 
 
-def open_session(infra):
-    return _client.ManagementSession(infra["management_url"], timeout=infra.get("timeout") or 60)
+def open_session(infra, timeout=None):
+    """One management session to the mesh; ``timeout``: seconds a request
+    may wait for its reply (default: the infrastructure's ``timeout``)."""
+    return _client.ManagementSession(infra["management_url"], timeout=timeout or infra.get("timeout") or 60)
 
 
 def read(session, router_ids, prefixes, kinds=None):
