@@ -206,8 +206,8 @@ def test_keeper_requests_wait_seconds_not_the_modules_minute(monkeypatch):
     def fake_open(infra, timeout=None):
         opened.append(timeout)
         raise OSError("no mesh here")
-    monkeypatch.setattr(keeper._infra, "load_infra", lambda path: {"routers": [], "brokers": [], "timeout": 60,
-                                                                  "management_url": "amqp://127.0.0.1:1"})
+    infra = {"routers": [], "brokers": [], "timeout": 60, "management_url": "amqp://127.0.0.1:1"}
+    monkeypatch.setattr(keeper._infra, "load_infra", lambda path: infra)
     monkeypatch.setattr(keeper._routers, "open_session", fake_open)
     keeper.watch("/unused", interval=0, once=True)
     assert opened == [keeper.REQUEST_TIMEOUT] and keeper.REQUEST_TIMEOUT <= 10
