@@ -47,6 +47,7 @@ import sys
 
 from . import backends
 from . import codec
+from . import keycloak_backend
 
 LOG = logging.getLogger("enmasse-auth-service")
 
@@ -65,7 +66,15 @@ DEFAULTS = {
     "tls_key": "",
     "tls_ca": "",
     "log_level": "INFO",
+    # who the users are: "users_file" (users_dir) or "keycloak" (a realm per space)
+    "backend": "users_file",
+    "keycloak_url": "",
+    "keycloak_ca": "",
+    "keycloak_client_id": keycloak_backend.CLIENT_ID,
+    "keycloak_timeout": 5,
+    "cache_ttl": 30,
 }
+BACKENDS = ("users_file", "keycloak")
 
 
 class ProtocolError(Exception):
@@ -328,7 +337,46 @@ def load_config(path=None, overrides=None):
         raise ValueError("tls_ca (client certificates) needs tls_cert and tls_key")
     if config["log_level"].upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ValueError("log_level: %r must be DEBUG, INFO, WARNING or ERROR" % config["log_level"])
+    check_backend_config(config)
     return config
+
+
+def check_backend_config(config):
+    """ValueError naming the key when the backend settings do not go together."""
+    if config["backend"] not in BACKENDS:
+        raise ValueError("backend: %r must be one of %s" % (config["backend"], ", ".join(BACKENDS)))
+    for key in ("keycloak_url", "keycloak_ca", "keycloak_client_id"):
+        if not isinstance(config[key], str):
+            raise ValueError("%s: %r must be a string" % (key, config[key]))
+    for key, low in (("keycloak_timeout", 0.1), ("cache_ttl", 0)):
+        value = config[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low or value > 3600:
+            raise ValueError("%s: %r must be a number of seconds in %s..3600" % (key, value, low))
+    if config["backend"] == "keycloak":
+        if not config["keycloak_client_id"]:
+            raise ValueError("keycloak_client_id must not be empty")
+        keycloak_backend.check_url(config["keycloak_url"], config["keycloak_ca"])
+
+
+def make_backend(config, previous=None):
+    """The backend ``config`` names (the Keycloak CA file is read here). A
+    Keycloak backend keeps the cache of ``previous`` when the URL, client and
+    cache lifetime are the same (a SIGHUP does not forget who logged in)."""
+    if config["backend"] == "keycloak":
+        backend = keycloak_backend.KeycloakBackend(
+            config["keycloak_url"], client_id=config["keycloak_client_id"], ca_file=config["keycloak_ca"],
+            timeout=config["keycloak_timeout"], cache_ttl=config["cache_ttl"], log=LOG.info)
+        if isinstance(previous, keycloak_backend.KeycloakBackend) and \
+                (previous.url, previous.client_id, previous.cache.ttl) == (backend.url, backend.client_id, backend.cache.ttl):
+            backend.cache = previous.cache
+        return backend
+    return backends.UsersFileBackend(config["users_dir"], log=LOG.debug)
+
+
+def describe_backend(config):
+    if config["backend"] == "keycloak":
+        return "users in Keycloak %s (cache %ss)" % (config["keycloak_url"], config["cache_ttl"])
+    return "users in %s" % config["users_dir"]
 
 
 def ssl_context(config):
@@ -349,13 +397,12 @@ async def serve(config, config_path=None, overrides=None, ready=None):
     line still wins),
     forgets the cached users files and loads the TLS certificate and key
     again from their paths (renewed certificates, no restart)."""
-    backend = backends.UsersFileBackend(config["users_dir"], log=LOG.debug)
-    server = AuthServer(backend, config["default_realm"], config["container_id"],
+    server = AuthServer(make_backend(config), config["default_realm"], config["container_id"],
                         config["handshake_timeout"], config["workers"])
     context = ssl_context(config)
     await server.start(config["listen_host"], config["listen_port"], context)
-    LOG.info("listening on %s:%s%s, users in %s", config["listen_host"], ",".join(str(p) for p in server.ports()),
-             " (TLS)" if config["tls_cert"] else "", config["users_dir"])
+    LOG.info("listening on %s:%s%s, %s", config["listen_host"], ",".join(str(p) for p in server.ports()),
+             " (TLS)" if config["tls_cert"] else "", describe_backend(config))
     if ready is not None:
         ready(server)
     stop = asyncio.Event()
@@ -368,18 +415,18 @@ async def serve(config, config_path=None, overrides=None, ready=None):
                 context.load_cert_chain(config["tls_cert"], config["tls_key"])
                 if config["tls_ca"]:
                     context.load_verify_locations(config["tls_ca"])
+            backend = make_backend(fresh, server.backend)   # the Keycloak CA file read again
         except (OSError, ValueError, ssl.SSLError) as exc:
             LOG.error("reload: %s; keeping the running configuration", exc)
             return
         for key in ("listen_host", "listen_port", "tls_cert", "tls_key", "tls_ca", "workers", "container_id"):
             if fresh[key] != config[key]:
                 LOG.warning("reload: %s changed; it takes effect on restart", key)
-        backend.directory = fresh["users_dir"]
-        backend.forget()
+        server.backend = backend
         server.default_realm = fresh["default_realm"]
         server.handshake_timeout = fresh["handshake_timeout"]
         logging.getLogger().setLevel(fresh["log_level"].upper())
-        LOG.info("reloaded: users in %s", fresh["users_dir"])
+        LOG.info("reloaded: %s", describe_backend(fresh))
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
@@ -403,6 +450,15 @@ def main(argv=None):
     parser.add_argument("--tls-cert", dest="tls_cert", help="PEM certificate (chain): serve TLS")
     parser.add_argument("--tls-key", dest="tls_key", help="PEM private key of --tls-cert")
     parser.add_argument("--tls-ca", dest="tls_ca", help="PEM CA bundle: require client certificates signed by it")
+    parser.add_argument("--backend", dest="backend", choices=BACKENDS, help="who the users are (default users_file)")
+    parser.add_argument("--keycloak-url", dest="keycloak_url", help="Keycloak base URL (backend keycloak)")
+    parser.add_argument("--keycloak-ca", dest="keycloak_ca", help="PEM CA bundle verifying an https Keycloak")
+    parser.add_argument("--keycloak-client-id", dest="keycloak_client_id",
+                        help="the realms' public client (default %s)" % DEFAULTS["keycloak_client_id"])
+    parser.add_argument("--keycloak-timeout", dest="keycloak_timeout", type=float,
+                        help="seconds per Keycloak request (default %s)" % DEFAULTS["keycloak_timeout"])
+    parser.add_argument("--cache-ttl", dest="cache_ttl", type=float,
+                        help="seconds a successful check is remembered (default %s; 0 = off)" % DEFAULTS["cache_ttl"])
     parser.add_argument("--workers", dest="workers", type=int, help="password checks at once (default %d)" % DEFAULTS["workers"])
     parser.add_argument("--hash-password", action="store_true",
                         help="read a password on stdin (or the terminal), print its users-file hash and exit")
@@ -417,14 +473,16 @@ def main(argv=None):
             parser.error(str(exc))
         return 0
     overrides = dict((k, getattr(args, k)) for k in ("listen_host", "listen_port", "users_dir", "default_realm", "log_level",
-                                                     "tls_cert", "tls_key", "tls_ca", "workers"))
+                                                     "tls_cert", "tls_key", "tls_ca", "workers", "backend",
+                                                     "keycloak_url", "keycloak_ca", "keycloak_client_id",
+                                                     "keycloak_timeout", "cache_ttl"))
     try:
         config = load_config(args.config, overrides)
     except (OSError, ValueError) as exc:
         parser.error("configuration: %s" % exc)
     logging.basicConfig(level=config["log_level"].upper(), stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
-    if not os.path.isdir(config["users_dir"]):
+    if config["backend"] == "users_file" and not os.path.isdir(config["users_dir"]):
         LOG.warning("users_dir %s does not exist (yet): every client is refused until it does", config["users_dir"])
     try:
         asyncio.run(serve(config, args.config, overrides))
