@@ -23,13 +23,13 @@ import pytest
 import routers
 from helpers import free_port
 
+from ansible_collections.enmasse.messaging.plugins.lookup import job_bundle
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
 
 pytestmark = [pytest.mark.integration, pytest.mark.router]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-AUTH_SRC = os.path.join(REPO, "plugins", "module_utils", "auth")
 ENTRY_POINT = os.path.join(REPO, "roles", "auth_service", "files", "enmasse-auth-service")
 HOST_PYTHON = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
 SPACES = ("space-a", "space-b", "space-c")
@@ -108,19 +108,21 @@ def router_config(mgmt_port, space_ports, auth_port, ssl_profile=None):
 
 class AuthService(object):
     """The program as the role installs it: <root>/bin/enmasse-auth-service and
-    <root>/lib/enmasse_auth/*.py, run by the system python3 -I."""
+    <root>/lib/enmasse_auth/*.py (the files the role's job_bundle lookup
+    gives), run by the system python3 -I. ``extra``: more config.json keys."""
 
-    def __init__(self, root, users_dir, port, tls=None):
+    def __init__(self, root, users_dir, port, tls=None, extra=None):
         self.root, self.users_dir, self.port = root, users_dir, port
         lib = os.path.join(root, "lib", "enmasse_auth")
         os.makedirs(lib)
         os.makedirs(os.path.join(root, "bin"))
-        for name in ("__init__.py", "codec.py", "backends.py", "server.py"):
-            shutil.copy(os.path.join(AUTH_SRC, name), lib)
+        for entry in job_bundle.bundle(root=REPO, parts=("auth_service",)):
+            shutil.copy(entry["source"], lib)
         self.program = os.path.join(root, "bin", "enmasse-auth-service")
         shutil.copy(ENTRY_POINT, self.program)
         config = {"listen_host": "127.0.0.1", "listen_port": port, "users_dir": users_dir, "log_level": "DEBUG"}
         config.update(tls or {})
+        config.update(extra or {})
         self.config = os.path.join(root, "config.json")
         with open(self.config, "w") as handle:
             json.dump(config, handle)

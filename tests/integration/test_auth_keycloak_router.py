@@ -1,0 +1,198 @@
+"""The auth service's Keycloak backend end to end: a REAL Keycloak 26.4.7
+(the session's ``keycloak`` fixture, realms set up as the identity contract
+says), the auth service as the role installs it (the entry point and the
+job_bundle files, system python3 -I, ``backend: keycloak``), a REAL qdrouterd
+1.19 delegating SASL PLAIN to it, and REAL proton clients.
+
+Realm per space (kc-space-a, kc-space-b); users with EnMasse authorization
+rules encoded as groups (backends.authorization_to_groups):
+
+* alice (a): send on ``orders/*``, recv on ``replies/*``
+* bob (a): recv on ``orders/*``, send on ``replies/*``
+* dave (a): disabled
+* erin (a): send/recv on ``*`` (never logs in before Keycloak is stopped)
+* carol (b): send/recv on ``*``
+"""
+import os
+import subprocess
+
+import pytest
+
+import routers
+import test_auth_service_router as plain
+from helpers import free_port
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
+
+pytestmark = [pytest.mark.integration, pytest.mark.router]
+
+SPACE_A, SPACE_B = "kc-space-a", "kc-space-b"
+PASSWORDS = {"alice": "Alice-pw-7f3", "bob": "Bob-pw-91c", "dave": "Dave-pw-55e", "erin": "Erin-pw-0a2",
+             "carol": "Carol-pw-6d1"}
+RULES = {
+    "alice": [{"addresses": ["orders/*"], "operations": ["send"]}, {"addresses": ["replies/*"], "operations": ["recv"]}],
+    "bob": [{"addresses": ["orders/*"], "operations": ["recv"]}, {"addresses": ["replies/*"], "operations": ["send"]}],
+    "dave": [{"addresses": ["*"], "operations": ["send", "recv"]}],
+    "erin": [{"addresses": ["*"], "operations": ["send", "recv"]}],
+    "carol": [{"addresses": ["*"], "operations": ["send", "recv"]}],
+}
+CACHE_TTL = 60
+
+
+@pytest.fixture(scope="module")
+def kc_env(keycloak, tmp_path_factory):
+    import keycloak_admin as admin_api
+
+    prefix = plain.build_router()
+    if not keycloak.running:
+        keycloak.start()
+    admin = admin_api.KeycloakAdmin.of(keycloak)
+    admin.create_space_realm(SPACE_A)
+    admin.create_space_realm(SPACE_B)
+    for user in ("alice", "bob", "dave", "erin"):
+        admin.create_user(SPACE_A, user, PASSWORDS[user], backends.authorization_to_groups(RULES[user]),
+                          enabled=(user != "dave"))
+    admin.create_user(SPACE_B, "carol", PASSWORDS["carol"], backends.authorization_to_groups(RULES["carol"]))
+    root = tmp_path_factory.mktemp("auth-kc")
+    users_dir = str(root / "users")   # unused by the keycloak backend
+    os.makedirs(users_dir)
+    service = plain.AuthService(str(root / "service"), users_dir, free_port(), extra={
+        "backend": "keycloak", "keycloak_url": keycloak.url, "keycloak_timeout": 5, "cache_ttl": CACHE_TTL,
+        "log_level": "DEBUG"}).start()
+    mgmt = free_port()
+    ports = {SPACE_A: free_port(), SPACE_B: free_port()}
+    conf = root / "qdrouterd.json"
+    conf.write_text(plain.router_config(mgmt, ports, service.port))
+    log_path = str(root / "qdrouterd.log")
+    log = open(log_path, "w")
+    proc = subprocess.Popen([os.path.join(prefix, "sbin", "qdrouterd"), "-c", str(conf)],
+                            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **routers.prefix_env(prefix)))
+    try:
+        for port in [mgmt] + list(ports.values()):
+            plain.wait_listening(port, proc, log_path, "qdrouterd")
+        yield {"mgmt": "amqp://127.0.0.1:%d" % mgmt, "ports": ports, "service": service, "router": proc,
+               "router_log": log_path, "keycloak": keycloak, "admin": admin}
+    finally:
+        plain.stop(proc)
+        log.close()
+        service.stop()
+        if keycloak.running:
+            for space in (SPACE_A, SPACE_B):
+                admin.delete_realm(space)
+
+
+def connect(env, space, user):
+    return plain.connect(env, space, user, PASSWORDS[user])
+
+
+def link_refused(make):
+    from proton.utils import LinkDetached
+    with pytest.raises(LinkDetached) as info:
+        make()
+    assert "unauthorized" in str(info.value)
+
+
+def send_and_receive(sender_conn, receiver_conn, address, body):
+    """A pre-settled message from one connection to the other. A blocking
+    connection does I/O only while it is waited on: each side is worked
+    until its frames are out."""
+    from proton import Message
+    from proton.reactor import AtMostOnce
+    receiver = receiver_conn.create_receiver(address, credit=10)
+    for unused in range(3):   # put the receiver's credit on the wire before the other connection sends
+        receiver_conn.container.do_work(0.2)
+    sender = sender_conn.create_sender(address, options=AtMostOnce())
+    sender.send(Message(body=body))
+    for unused in range(3):   # and the message (pre-settled: send() does not wait for it)
+        sender_conn.container.do_work(0.2)
+    got = receiver.receive(timeout=30)
+    return got.body
+
+
+# ------------------------------------------------------------ the right password, the granted addresses
+
+def test_right_password_connects_and_messages_flow_where_granted(kc_env):
+    for sender, receiver, address in (("alice", "bob", "orders/eu"), ("bob", "alice", "replies/1")):
+        conns = [connect(kc_env, SPACE_A, sender), connect(kc_env, SPACE_A, receiver)]
+        try:
+            assert send_and_receive(conns[0], conns[1], address, "to " + address) == "to " + address
+        finally:
+            for conn in conns:
+                conn.close()
+    text = kc_env["service"].text()
+    assert "realm 'kc-space-a' user 'alice': authenticated as 'alice'" in text
+    assert "realm 'kc-space-a' user 'bob': authenticated as 'bob'" in text
+
+
+def test_send_only_where_send_and_receive_only_where_recv_is_granted(kc_env):
+    alice = connect(kc_env, SPACE_A, "alice")
+    try:
+        alice.create_sender("orders/eu")                              # send orders/*
+        link_refused(lambda: alice.create_sender("ordersx"))          # orders/* does not grant ordersx
+        link_refused(lambda: alice.create_sender("replies/1"))        # recv only there
+        link_refused(lambda: alice.create_receiver("orders/eu"))      # send only there
+        alice.create_receiver("replies/1")
+    finally:
+        alice.close()
+    bob = connect(kc_env, SPACE_A, "bob")
+    try:
+        link_refused(lambda: bob.create_sender("orders/eu"))
+        link_refused(lambda: bob.create_receiver("ordersx"))
+        bob.create_receiver("orders/eu")
+    finally:
+        bob.close()
+
+
+# ------------------------------------------------------------ refusals
+
+@pytest.mark.parametrize("space, user, password", [
+    (SPACE_A, "alice", "not-her-password"),          # wrong password
+    (SPACE_A, "mallory", PASSWORDS["alice"]),         # unknown user
+    (SPACE_A, "dave", PASSWORDS["dave"]),             # disabled user
+    (SPACE_B, "alice", PASSWORDS["alice"]),           # a user of space A at space B
+    (SPACE_A, "carol", PASSWORDS["carol"]),           # and of B at A
+], ids=["wrong-password", "unknown-user", "disabled-user", "a-user-at-b", "b-user-at-a"])
+def test_refused(kc_env, space, user, password):
+    cond = plain.refused(kc_env, space, user, password)
+    assert "unauthorized-access" in cond
+    assert "realm %r user %r: authentication failed" % (space, user) in kc_env["service"].text()
+
+
+def test_the_other_space_accepts_its_own_user(kc_env):
+    carol = connect(kc_env, SPACE_B, "carol")
+    try:
+        assert send_and_receive(carol, carol, "anything", "b") == "b"
+    finally:
+        carol.close()
+
+
+# ------------------------------------------------------------ Keycloak down and back
+
+def test_keycloak_down_refuses_new_clients_and_recovers_without_restarts(kc_env):
+    keycloak, service, router = kc_env["keycloak"], kc_env["service"], kc_env["router"]
+    service_pid, router_pid = service.proc.pid, router.pid
+    connect(kc_env, SPACE_A, "alice").close()       # alice's check is cached (CACHE_TTL)
+    keycloak.stop()
+    try:
+        cond = plain.refused(kc_env, SPACE_A, "erin", PASSWORDS["erin"])
+        text = service.text()
+        assert "realm 'kc-space-a' user 'erin': the backend cannot answer" in text, text[-2000:]
+        assert "realm 'kc-space-a' user 'erin': authentication failed" not in text
+        # a check that succeeded within cache_ttl still answers (the documented cache)
+        connect(kc_env, SPACE_A, "alice").close()
+    finally:
+        keycloak.start()
+    # back: a new client connects, nothing restarted
+    connect(kc_env, SPACE_A, "erin").close()
+    assert (service.proc.pid, service.proc.poll()) == (service_pid, None)
+    assert (router.pid, router.poll()) == (router_pid, None)
+    print("client condition while Keycloak was down: %s; Keycloak starts (s): %s" % (cond, keycloak.start_seconds))
+
+
+def test_no_password_or_token_in_the_logs(kc_env):
+    with open(kc_env["router_log"]) as handle:
+        logs = kc_env["service"].text() + handle.read()
+    for password in PASSWORDS.values():
+        assert password not in logs
+    assert "eyJ" not in logs                       # a JWT (base64url of '{"')
+    assert "access_token" not in logs
