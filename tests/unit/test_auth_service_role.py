@@ -179,3 +179,37 @@ def test_site_keeps_the_users_file_of_a_standard_space_left_out_of_the_inventory
     out, results = routers_play(tmp_path, [{"name": "listed", "type": "standard", "plan": "standard-unlimited"}])
     assert not failed(results), failed(results)
     assert not [r for name, r in results if name.endswith("not in the inventory") and r.get("msg")], results
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    ({"auth_service_backend": "ldap"}, "backend=ldap"),
+    ({"auth_service_backend": "keycloak"}, "url=,"),
+    ({"auth_service_backend": "keycloak", "auth_service_keycloak_url": "https://u:p@kc:8443"}, "url=https://u:p@kc"),
+    ({"auth_service_backend": "keycloak", "auth_service_keycloak_url": "http://kc:8080",
+      "auth_service_keycloak_ca": "/etc/ca.pem"}, "ca=/etc/ca.pem"),
+    ({"auth_service_cache_ttl": -1}, "cache_ttl=-1"),
+    ({"auth_service_backend": "keycloak", "auth_service_keycloak_url": "https://kc:8443",
+      "auth_service_address_spaces": [{"address_space": "a", "users": [{"username": "u", "password": "p4ss-w0rd"}]}]},
+     "no `users`"),
+])
+def test_prereqs_refuse_bad_backend_settings(tmp_path, extra, fragment):
+    out, results = play(tmp_path, "prereqs.yml", extra)
+    bad = failed(results)
+    assert bad and bad[0][0].endswith("Check the backend settings"), bad
+    assert fragment in bad[0][1]["msg"]
+    assert "p4ss-w0rd" not in out
+
+
+def test_config_json_selects_the_keycloak_backend_and_the_service_accepts_it(tmp_path):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.auth import server
+    v = users_vars(tmp_path, [], auth_service_config_dir=str(tmp_path / "etc"), auth_service_backend="keycloak",
+                   auth_service_keycloak_url="https://keycloak.example:8443", auth_service_cache_ttl=20)
+    out, results = play(tmp_path, "prereqs.yml", v)
+    # every check passes up to the systemd one (the test host has no systemd)
+    assert [name for name, unused in failed(results)] == ["enmasse.messaging.auth_service : Check the host runs systemd"]
+    out, results = play(tmp_path, "config.yml", v)
+    # the reload handler needs systemd; config.json is written before it
+    assert [name for name, unused in failed(results)] == ["enmasse.messaging.auth_service : Reload enmasse-auth-service"]
+    config = server.load_config(str(tmp_path / "etc" / "config.json"))
+    assert (config["backend"], config["keycloak_url"], config["keycloak_client_id"], config["cache_ttl"],
+            config["keycloak_timeout"]) == ("keycloak", "https://keycloak.example:8443", "enmasse-messaging", 20, 5)
