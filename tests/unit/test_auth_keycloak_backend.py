@@ -135,6 +135,7 @@ def test_password_grant_outcomes(kc, clock):
     before = kc.requests
     assert b.check("../x", "alice", "pw-a") is None              # not a realm: Keycloak is not asked
     assert b.check("space-a", "alice", "") is None
+    assert b.check("master", "admin", "pw-a") is None            # Keycloak's admin realm is no space
     assert kc.requests == before
 
 
@@ -243,9 +244,43 @@ def test_bad_urls_are_refused_naming_the_field(url, ca, message):
         keycloak_backend.KeycloakBackend(url, ca_file=ca)
 
 
-def test_https_verifies_against_the_ca_file(tmp_path):
+def openssl(cwd, *args):
+    import subprocess
+    subprocess.run(["openssl"] + list(args), cwd=str(cwd), check=True, capture_output=True, timeout=120)
+
+
+def make_ca(d, name, san):
+    """A CA ``<name>-ca.crt`` and a server certificate ``<name>.crt`` for ``san``."""
+    openssl(d, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", name + "-ca.key", "-out", name + "-ca.crt",
+            "-subj", "/CN=%s-ca" % name, "-days", "2")
+    (d / (name + ".ext")).write_text("subjectAltName=%s\nextendedKeyUsage=serverAuth\n" % san)
+    openssl(d, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", name + ".key", "-out", name + ".csr",
+            "-subj", "/CN=%s" % name)
+    openssl(d, "x509", "-req", "-in", name + ".csr", "-CA", name + "-ca.crt", "-CAkey", name + "-ca.key",
+            "-CAcreateserial", "-out", name + ".crt", "-days", "2", "-extfile", name + ".ext")
+    return str(d / (name + "-ca.crt")), str(d / (name + ".crt")), str(d / (name + ".key"))
+
+
+def test_https_keycloak_is_verified_against_the_ca_file(tmp_path, kc, clock):
+    import shutil
+    import ssl
+    if not shutil.which("openssl"):
+        pytest.skip("openssl is needed to make the test certificates")
     with pytest.raises((OSError, ValueError)):
         keycloak_backend.KeycloakBackend("https://kc.example:8443", ca_file=str(tmp_path / "missing.pem"))
+    good_ca, cert, key = make_ca(tmp_path, "kc", "IP:127.0.0.1")
+    other_ca, unused, unused = make_ca(tmp_path, "other", "IP:127.0.0.1")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    kc.httpd.socket = context.wrap_socket(kc.httpd.socket, server_side=True)
+    https = kc.url.replace("http://", "https://")
+    ok = keycloak_backend.KeycloakBackend(https, ca_file=good_ca, clock=clock)
+    assert ok.check("space-a", "alice", "pw-a").username == "alice"
+    for wrong in (keycloak_backend.KeycloakBackend(https, ca_file=other_ca, clock=clock),   # another CA
+                  keycloak_backend.KeycloakBackend(https.replace("127.0.0.1", "localhost"), ca_file=good_ca,
+                                                   clock=clock)):                          # another name
+        with pytest.raises(backends.BackendError, match="unreachable.*CERTIFICATE_VERIFY_FAILED"):
+            wrong.check("space-a", "alice", "pw-a")
 
 
 def test_service_config_selects_the_backend(tmp_path):

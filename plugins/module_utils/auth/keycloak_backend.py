@@ -61,6 +61,8 @@ DEFAULT_CACHE_TTL = 30.0
 DEFAULT_CACHE_SIZE = 10000
 CACHE_HASH_ITERATIONS = 1000
 REFUSALS = ("invalid_grant",)
+# Keycloak's own administration realm is never an address space
+NOT_SPACES = ("master",)
 
 
 def token_claims(token):
@@ -184,8 +186,8 @@ class KeycloakBackend(object):
         return "%s/realms/%s/protocol/openid-connect/token" % (self.url, quote(realm, safe=""))
 
     def check(self, realm, username, password):
-        if not isinstance(realm, str) or not backends.REALM_RE.match(realm) or not isinstance(username, str) \
-                or not username or not isinstance(password, str) or not password:
+        if not isinstance(realm, str) or not backends.REALM_RE.match(realm) or realm in NOT_SPACES \
+                or not isinstance(username, str) or not username or not isinstance(password, str) or not password:
             return None
         cached = self.cache.get(realm, username, password)
         if cached is not None:
