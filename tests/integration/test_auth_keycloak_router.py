@@ -12,9 +12,15 @@ rules encoded as groups (backends.authorization_to_groups):
 * dave (a): disabled
 * erin (a): send/recv on ``*`` (never logs in before Keycloak is stopped)
 * carol (b): send/recv on ``*``
+
+and, with a second service whose cache_ttl is 3 s, frank and george (a) for
+the bound after which a changed password, a disabled or deleted user is
+refused.
 """
+import contextlib
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -39,11 +45,41 @@ RULES = {
 CACHE_TTL = 60
 
 
+@contextlib.contextmanager
+def service_and_router(keycloak, root, cache_ttl):
+    """The auth service (backend keycloak, ``cache_ttl``) and a qdrouterd with
+    the two spaces' listeners delegating SASL to it."""
+    prefix = plain.build_router()
+    users_dir = os.path.join(root, "users")   # unused by the keycloak backend
+    os.makedirs(users_dir)
+    service = plain.AuthService(os.path.join(root, "service"), users_dir, free_port(), extra={
+        "backend": "keycloak", "keycloak_url": keycloak.url, "keycloak_timeout": 5, "cache_ttl": cache_ttl,
+        "log_level": "DEBUG"}).start()
+    mgmt = free_port()
+    ports = {SPACE_A: free_port(), SPACE_B: free_port()}
+    conf = os.path.join(root, "qdrouterd.json")
+    with open(conf, "w") as handle:
+        handle.write(plain.router_config(mgmt, ports, service.port))
+    log_path = os.path.join(root, "qdrouterd.log")
+    log = open(log_path, "w")
+    proc = subprocess.Popen([os.path.join(prefix, "sbin", "qdrouterd"), "-c", conf],
+                            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **routers.prefix_env(prefix)))
+    try:
+        for port in [mgmt] + list(ports.values()):
+            plain.wait_listening(port, proc, log_path, "qdrouterd")
+        yield {"mgmt": "amqp://127.0.0.1:%d" % mgmt, "ports": ports, "service": service, "router": proc,
+               "router_log": log_path, "keycloak": keycloak}
+    finally:
+        plain.stop(proc)
+        log.close()
+        service.stop()
+
+
 @pytest.fixture(scope="module")
 def kc_env(keycloak, tmp_path_factory):
     import keycloak_admin as admin_api
 
-    prefix = plain.build_router()
+    plain.build_router()
     if not keycloak.running:
         keycloak.start()
     admin = admin_api.KeycloakAdmin.of(keycloak)
@@ -53,29 +89,11 @@ def kc_env(keycloak, tmp_path_factory):
         admin.create_user(SPACE_A, user, PASSWORDS[user], backends.authorization_to_groups(RULES[user]),
                           enabled=(user != "dave"))
     admin.create_user(SPACE_B, "carol", PASSWORDS["carol"], backends.authorization_to_groups(RULES["carol"]))
-    root = tmp_path_factory.mktemp("auth-kc")
-    users_dir = str(root / "users")   # unused by the keycloak backend
-    os.makedirs(users_dir)
-    service = plain.AuthService(str(root / "service"), users_dir, free_port(), extra={
-        "backend": "keycloak", "keycloak_url": keycloak.url, "keycloak_timeout": 5, "cache_ttl": CACHE_TTL,
-        "log_level": "DEBUG"}).start()
-    mgmt = free_port()
-    ports = {SPACE_A: free_port(), SPACE_B: free_port()}
-    conf = root / "qdrouterd.json"
-    conf.write_text(plain.router_config(mgmt, ports, service.port))
-    log_path = str(root / "qdrouterd.log")
-    log = open(log_path, "w")
-    proc = subprocess.Popen([os.path.join(prefix, "sbin", "qdrouterd"), "-c", str(conf)],
-                            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **routers.prefix_env(prefix)))
     try:
-        for port in [mgmt] + list(ports.values()):
-            plain.wait_listening(port, proc, log_path, "qdrouterd")
-        yield {"mgmt": "amqp://127.0.0.1:%d" % mgmt, "ports": ports, "service": service, "router": proc,
-               "router_log": log_path, "keycloak": keycloak, "admin": admin}
+        with service_and_router(keycloak, str(tmp_path_factory.mktemp("auth-kc")), CACHE_TTL) as env:
+            env["admin"] = admin
+            yield env
     finally:
-        plain.stop(proc)
-        log.close()
-        service.stop()
         if keycloak.running:
             for space in (SPACE_A, SPACE_B):
                 admin.delete_realm(space)
@@ -164,6 +182,43 @@ def test_the_other_space_accepts_its_own_user(kc_env):
         assert send_and_receive(carol, carol, "anything", "b") == "b"
     finally:
         carol.close()
+
+
+# ------------------------------------------------------------ the documented bound
+
+SHORT_TTL = 3
+
+
+def wait_past(moment, ttl):
+    time.sleep(max(0.0, moment + ttl + 0.5 - time.monotonic()))
+
+
+def test_password_change_disable_and_delete_take_effect_within_cache_ttl(kc_env, tmp_path):
+    """A service with cache_ttl 3 s beside the module's: a new password works at
+    once; the old one, a disabled and a deleted user are refused once the
+    cached check is older than cache_ttl. Nothing is restarted."""
+    admin, space, groups = kc_env["admin"], SPACE_A, backends.ALL_ADDRESSES_GROUPS
+    admin.create_user(space, "frank", "Frank-pw-1", groups)
+    admin.create_user(space, "george", "George-pw-1", groups)
+    with service_and_router(kc_env["keycloak"], str(tmp_path), SHORT_TTL) as env:
+        plain.connect(env, space, "frank", "Frank-pw-1").close()
+        first = time.monotonic()
+        plain.connect(env, space, "george", "George-pw-1").close()
+        george = time.monotonic()
+        admin.set_password(space, "frank", "Frank-pw-2")
+        admin.delete_user(space, "george")
+        plain.connect(env, space, "frank", "Frank-pw-2").close()       # the new password: at once
+        second = time.monotonic()
+        wait_past(first, SHORT_TTL)
+        assert "unauthorized-access" in plain.refused(env, space, "frank", "Frank-pw-1")
+        wait_past(george, SHORT_TTL)
+        assert "unauthorized-access" in plain.refused(env, space, "george", "George-pw-1")
+        admin.set_enabled(space, "frank", False)
+        wait_past(second, SHORT_TTL)
+        assert "unauthorized-access" in plain.refused(env, space, "frank", "Frank-pw-2")
+        assert env["service"].proc.poll() is None and env["router"].poll() is None
+        text = env["service"].text()
+        assert "Account disabled" in text and "Frank-pw" not in text and "George-pw" not in text
 
 
 # ------------------------------------------------------------ Keycloak down and back
