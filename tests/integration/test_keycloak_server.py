@@ -23,14 +23,19 @@ def claims(token):
     return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode())
 
 
-@pytest.fixture
-def realm(keycloak_admin):
+@pytest.fixture(scope="module")
+def realm(keycloak):
+    import keycloak_admin as admin_api
+
+    if not keycloak.running:
+        keycloak.start()
+    keycloak_admin = admin_api.KeycloakAdmin.of(keycloak)
     keycloak_admin.create_space_realm(SPACE)
     groups = backends.authorization_to_groups([{"addresses": ["orders/*"], "operations": ["send", "recv"]}])
     keycloak_admin.create_user(SPACE, "alice", "alice-pw-1", groups)
     keycloak_admin.create_user(SPACE, "bob", "bob-pw-1", [])
     yield keycloak_admin
-    if keycloak_admin.realm_exists(SPACE):
+    if keycloak.running and keycloak_admin.realm_exists(SPACE):
         keycloak_admin.delete_realm(SPACE)
 
 
