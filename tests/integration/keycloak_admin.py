@@ -116,7 +116,7 @@ class KeycloakAdmin(object):
             "clientId": CLIENT_ID, "publicClient": True, "directAccessGrantsEnabled": True,
             "standardFlowEnabled": False, "implicitFlowEnabled": False, "serviceAccountsEnabled": False,
             "protocol": "openid-connect", "protocolMappers": [GROUPS_MAPPER]})
-        _, profile, _ = self.request("GET", q + "/users/profile")
+        profile = self.request("GET", q + "/users/profile")[1]
         for attr in profile.get("attributes", []):
             if attr.get("name") in ("firstName", "lastName", "email"):
                 attr.pop("required", None)
@@ -129,23 +129,22 @@ class KeycloakAdmin(object):
     def group_id(self, space, name):
         """Id of group ``name`` in the realm, made when missing."""
         q = "/" + self._q(space)
-        _, found, _ = self.request("GET", q + "/groups?exact=true&briefRepresentation=true&search="
-                                   + self._q(name))
+        found = self.request("GET", q + "/groups?exact=true&briefRepresentation=true&search=" + self._q(name))[1]
         for group in found or []:
             if group["name"] == name:
                 return group["id"]
-        _, _, location = self.request("POST", q + "/groups", {"name": name})
+        location = self.request("POST", q + "/groups", {"name": name})[2]
         return location.rstrip("/").rsplit("/", 1)[1]
 
     def user_id(self, space, username):
-        _, found, _ = self.request("GET", "/%s/users?exact=true&username=%s" % (self._q(space), self._q(username)))
+        found = self.request("GET", "/%s/users?exact=true&username=%s" % (self._q(space), self._q(username)))[1]
         return found[0]["id"] if found else None
 
     def create_user(self, space, username, password, groups=(), enabled=True):
         q = "/" + self._q(space)
-        _, _, location = self.request("POST", q + "/users", {
+        location = self.request("POST", q + "/users", {
             "username": username, "enabled": enabled, "attributes": {OWNED: ["true"]},
-            "credentials": [{"type": "password", "value": password, "temporary": False}]})
+            "credentials": [{"type": "password", "value": password, "temporary": False}]})[2]
         uid = location.rstrip("/").rsplit("/", 1)[1]
         for name in groups:
             self.request("PUT", "%s/users/%s/groups/%s" % (q, uid, self.group_id(space, name)))

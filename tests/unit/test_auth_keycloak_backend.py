@@ -269,7 +269,7 @@ def test_https_keycloak_is_verified_against_the_ca_file(tmp_path, kc, clock):
     with pytest.raises((OSError, ValueError)):
         keycloak_backend.KeycloakBackend("https://kc.example:8443", ca_file=str(tmp_path / "missing.pem"))
     good_ca, cert, key = make_ca(tmp_path, "kc", "IP:127.0.0.1")
-    other_ca, unused, unused = make_ca(tmp_path, "other", "IP:127.0.0.1")
+    other_ca = make_ca(tmp_path, "other", "IP:127.0.0.1")[0]
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
     kc.httpd.socket = context.wrap_socket(kc.httpd.socket, server_side=True)
