@@ -22,8 +22,8 @@ The interface (every backend, today and later)::
 ``user``), ``groups`` (EnMasse's encoding: ``send_<url-encoded pattern>``,
 ``recv_<pattern>``, ``manage``, ``monitor``) and ``address_authz`` (pattern
 -> sorted list of ``send``/``recv``), which :func:`groups_to_address_authz`
-computes from the groups: one rule for the users file and for a Keycloak
-backend (realm per address space, the user's groups) that can slot in later.
+computes from the groups: one rule for the users file and for the Keycloak
+backend (keycloak_backend.py: realm per address space, the token's groups).
 
 Backends here: :class:`UsersFileBackend`, one JSON file per realm
 (``<dir>/<realm>.json``) with PBKDF2-SHA256 password hashes, re-read when it
