@@ -302,3 +302,21 @@ def test_service_config_selects_the_backend(tmp_path):
         cfg.write_text(json.dumps(bad))
         with pytest.raises(ValueError, match=message):
             server.load_config(str(cfg))
+
+
+def test_checks_from_many_threads_get_their_own_answers(kc, clock):
+    """The service runs checks in worker threads: right and wrong passwords of
+    several users at once, each gets its own answer, the cache stays consistent."""
+    import concurrent.futures
+    for i in range(4):
+        kc.users["space-a"]["u%d" % i] = ("pw-%d" % i, ["send_q%d" % i], True)
+    b = backend(kc, clock)
+    jobs = [("u%d" % (n % 4), "pw-%d" % (n % 4) if n % 3 else "bad") for n in range(60)]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda job: b.check("space-a", *job), jobs))
+    for (user, password), identity in zip(jobs, got):
+        if password == "bad":
+            assert identity is None
+        else:
+            assert identity.username == user and identity.address_authz == {"q" + user[1:]: ["send"]}
+    assert len(b.cache) == 4
