@@ -151,6 +151,26 @@ def test_a_realm_without_the_client_is_a_backend_error(kc, clock):
         backend(kc, clock, client_id="other").check("space-a", "alice", "pw-a")
 
 
+def test_a_broken_http_answer_is_a_backend_error(clock):
+    import socket
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def answer():
+        conn = listener.accept()[0]
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"acc")   # cut short
+        conn.close()
+    threading.Thread(target=answer, daemon=True).start()
+    b = keycloak_backend.KeycloakBackend("http://127.0.0.1:%d" % listener.getsockname()[1], clock=clock)
+    try:
+        with pytest.raises(backends.BackendError, match="unreachable"):
+            b.check("space-a", "alice", "pw-a")
+    finally:
+        listener.close()
+
+
 def test_unreachable_keycloak_is_a_backend_error(kc, clock):
     url = kc.url
     kc.close()

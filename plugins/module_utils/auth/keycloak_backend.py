@@ -42,6 +42,7 @@ __metaclass__ = type
 import base64
 import hashlib
 import hmac
+import http.client
 import json
 import os
 import socket
@@ -208,7 +209,7 @@ class KeycloakBackend(object):
                 body = response.read()
         except HTTPError as exc:
             return self._refusal(realm, username, exc)
-        except (URLError, socket.timeout, ssl.SSLError, OSError) as exc:
+        except (URLError, socket.timeout, ssl.SSLError, OSError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", exc)
             raise backends.BackendError("Keycloak %s unreachable: %s" % (self.url, reason))
         try:
