@@ -53,6 +53,13 @@ if [ ! -f "$ARTEMIS_TGZ" ]; then
 fi
 export ENMASSE_ARTEMIS_ARCHIVE="$ARTEMIS_TGZ"
 
+log "keycloak 26.4.7: local Maven cache (tests/integration/keycloak_server.py builds it once into ~/.cache)"
+KEYCLOAK_TGZ="$HOME/.m2/repository/org/keycloak/keycloak-quarkus-dist/26.4.7/keycloak-quarkus-dist-26.4.7.tar.gz"
+if [ ! -f "$KEYCLOAK_TGZ" ]; then
+  mvn -q dependency:get -Dartifact="org.keycloak:keycloak-quarkus-dist:26.4.7:tar.gz" -Dtransitive=false
+fi
+export ENMASSE_KEYCLOAK_ARCHIVE="$KEYCLOAK_TGZ"
+
 log "qdrouterd 1.19.0: the source archive (scripts/router-archive.sh) and a cached build (scripts/build-router.sh)"
 ENMASSE_ROUTER_ARCHIVE="$(bash scripts/router-archive.sh)"
 export ENMASSE_ROUTER_ARCHIVE
