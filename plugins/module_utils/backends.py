@@ -37,7 +37,10 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs imp
 REPORT_CHOICES = ("all", "changed", "none")
 # operation -> the parameter that names the address space
 OPERATIONS = {"address_space": "name", "address_space_info": "name",
-              "address": "address_space", "address_info": "address_space"}
+              "address": "address_space", "address_info": "address_space",
+              "messaging_user": "address_space", "messaging_user_info": "address_space"}
+# the host backends keep the users of both space types in the space's Keycloak realm
+IDENTITY_OPERATIONS = ("messaging_user", "messaging_user_info")
 
 
 class Backend(object):
@@ -60,6 +63,12 @@ class Backend(object):
         raise NotImplementedError
 
     def address_info(self, request):
+        raise NotImplementedError
+
+    def messaging_user(self, request):
+        raise NotImplementedError
+
+    def messaging_user_info(self, request):
         raise NotImplementedError
 
 
@@ -101,6 +110,9 @@ def host_backend(request, operation):
     """standard or artemis: what the space is on this control host."""
     from ansible_collections.enmasse.messaging.plugins.module_utils.standard import backend as _standard
     p = request.params
+    if operation in IDENTITY_OPERATIONS:
+        from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak import backend as _keycloak
+        return _keycloak.KeycloakBackend()
     if operation == "address_space":  # the task's type, and a second state=absent is a no-op
         standard = _standard.is_standard(p, p["name"], p.get("type"), absent=p.get("state") == "absent")
     else:

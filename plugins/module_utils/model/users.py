@@ -37,7 +37,7 @@ REFUSED_AUTH_TYPES = {
     "federated": "federated users come from an identity provider configured in the realm by hand; the "
                  "collection does not manage identity providers",
 }
-ITEM_KEYS = ("username", "password", "authentication", "authorization", "state")
+ITEM_KEYS = ("username", "password", "authentication", "authorization", "enabled", "state")
 PASSWORD_MAX = 1024
 PATTERN_MAX = 255
 
@@ -117,7 +117,8 @@ def normalise_authorization(authorization):
 
 def password_errors(password, field="password"):
     if not isinstance(password, str) or not password:
-        return ["%s: the password must be a non-empty string (a %s was given)" % (field, type(password).__name__)]
+        return ["%s: the password must be a non-empty string (a %s was given; the value is not shown)"
+                % (field, "empty string" if password == "" else type(password).__name__)]
     if len(password) > PASSWORD_MAX:
         return ["%s: the password is %d characters long, at most %d are allowed" % (field, len(password), PASSWORD_MAX)]
     return []
@@ -139,7 +140,7 @@ def authentication_errors(authentication, field="authentication"):
     return errs + password_errors(authentication.get("password"), field + ".password")
 
 
-def user_from_item(item, field):
+def user_from_item(item, field, default_state="present"):
     """A plain item (``username``, ``password`` or ``authentication``,
     ``authorization``, ``state``) -> (user, errors)."""
     if not isinstance(item, dict):
@@ -149,7 +150,7 @@ def user_from_item(item, field):
     unknown = sorted(k for k in item if k not in ITEM_KEYS)
     errs = ["%s: unknown keys %s (allowed: %s)" % (field, ", ".join(map(str, unknown)), ", ".join(ITEM_KEYS))] \
         if unknown else []
-    state = item.get("state") or "present"
+    state = item.get("state") or default_state
     if state not in ("present", "absent"):
         errs.append("%s.state: %s is not one of present, absent" % (field, fmt(state)))
     errs.extend(username_errors(item.get("username"), field + ".username"))
@@ -165,10 +166,14 @@ def user_from_item(item, field):
         errs.append("%s.password: required with state present (or authentication: {type: password, password: ...})"
                     % field)
     errs.extend(authorization_errors(item.get("authorization"), field + ".authorization"))
+    enabled = item.get("enabled", True)
+    if not isinstance(enabled, bool):
+        errs.append("%s.enabled: %s must be a boolean (true or false)" % (field, fmt(enabled)))
     if errs:
         return None, errs
     return {"username": item["username"], "password": password if state == "present" else None,
-            "authorization": normalise_authorization(item.get("authorization")), "state": state}, []
+            "authorization": normalise_authorization(item.get("authorization")), "enabled": enabled,
+            "state": state}, []
 
 
 def _document_password(auth, field):
@@ -187,7 +192,7 @@ def _document_password(auth, field):
                       "base64-encoded; the value is not shown)" % field]
 
 
-def user_from_document(doc, space, field):
+def user_from_document(doc, space, field, default_state="present"):
     """An EnMasse MessagingUser document -> (user, errors)."""
     errs = []
     if doc.get("apiVersion") != API_VERSION:
@@ -209,13 +214,16 @@ def user_from_document(doc, space, field):
     if not isinstance(name, str) or name != "%s.%s" % (space, username):
         errs.append("%s.metadata.name: %s must be <address space>.<username> (%s)"
                     % (field, fmt(name), fmt("%s.%s" % (space, username))))
-    password, perrs = _document_password(spec.get("authentication"), field + ".spec.authentication")
+    password, perrs = None, []
+    if default_state == "present":
+        password, perrs = _document_password(spec.get("authentication"), field + ".spec.authentication")
     errs.extend(perrs)
     errs.extend(authorization_errors(spec.get("authorization"), field + ".spec.authorization"))
     if errs:
         return None, errs
     return {"username": username, "password": password,
-            "authorization": normalise_authorization(spec.get("authorization")), "state": "present"}, []
+            "authorization": normalise_authorization(spec.get("authorization")), "enabled": True,
+            "state": default_state}, []
 
 
 def _expand(items):
@@ -228,7 +236,7 @@ def _expand(items):
             yield "users[%d]" % i, item
 
 
-def users_from_list(items, space):
+def users_from_list(items, space, default_state="present"):
     """The bulk form: a list of plain items and MessagingUser documents ->
     (users, errors). A username given twice is refused."""
     if not isinstance(items, list):
@@ -236,9 +244,9 @@ def users_from_list(items, space):
     users, errs, seen = [], [], {}
     for field, item in _expand(items):
         if isinstance(item, dict) and ("apiVersion" in item or "kind" in item):
-            user, e = user_from_document(item, space, field)
+            user, e = user_from_document(item, space, field, default_state)
         else:
-            user, e = user_from_item(item, field)
+            user, e = user_from_item(item, field, default_state)
         errs.extend(e)
         if user is None:
             continue
@@ -251,7 +259,7 @@ def users_from_list(items, space):
     return users, errs
 
 
-SINGLE_KEYS = ("username", "password", "authentication", "authorization", "state")
+SINGLE_KEYS = ITEM_KEYS
 
 
 def user_inputs(params):
@@ -262,10 +270,11 @@ def user_inputs(params):
     errs = space_name_errors(space, "address_space")
     if errs:
         return space, [], errs
+    state = params.get("state") or "present"
     if params.get("users") is not None:
-        users, errs = users_from_list(params["users"], space)
+        users, errs = users_from_list(params["users"], space, state)
     elif params.get("definition") is not None:
-        users, errs = users_from_list([params["definition"]], space)
+        users, errs = users_from_list([params["definition"]], space, state)
         errs = [e.replace("users[0]", "definition", 1) for e in errs]
     else:
         item = dict((k, params.get(k)) for k in SINGLE_KEYS if params.get(k) is not None)
@@ -273,6 +282,32 @@ def user_inputs(params):
         errs = [e.replace("messaging user.", "", 1) for e in errs]
         users = [user] if user else []
     return space, users, errs
+
+
+def secrets_of(params):
+    """Every password in the module's parameters (plain, and EnMasse's
+    base64 with its decoded value), valid or not, to be masked in the
+    module's output before anything is checked."""
+    found = []
+
+    def walk(value, decode):
+        if isinstance(value, dict):
+            for key, sub in value.items():
+                if key == "password" and isinstance(sub, str) and sub:
+                    found.append(sub)
+                    if decode:
+                        try:
+                            found.append(base64.b64decode(sub.encode("ascii"), validate=True).decode("utf-8"))
+                        except (binascii.Error, ValueError, UnicodeError):
+                            pass
+                else:
+                    walk(sub, decode or key == "spec")
+        elif isinstance(value, list):
+            for sub in value:
+                walk(sub, decode)
+
+    walk(dict((k, params.get(k)) for k in ("password", "authentication", "users", "definition")), False)
+    return [s for s in found if s]
 
 
 def to_document(space, user):
