@@ -116,10 +116,10 @@ def plan(space, users, live, prune=False, update_password="always"):
             continue
         change = {"groups_add": sorted(set(groups) - set(current["groups"])),
                   "groups_remove": sorted(set(current["groups"]) - set(groups)),
-                  "enabled": enabled if enabled != current["enabled"] else None,
+                  "enabled_changed": enabled != current["enabled"],
                   "adopt": not current["owned"],
                   "password": password_differs(user, current, update_password)}
-        if any(v not in (None, False, []) for v in change.values()):
+        if any(change.values()):
             steps.append(dict(change, action="update", username=name, user=user, groups=groups))
     if prune:
         for name in sorted(set(live) - listed):
@@ -182,7 +182,7 @@ def _update(client, space, step, current, groups):
     if step["password"]:
         client.request("PUT", path(space, "users", uid, "reset-password"),
                        {"type": "password", "value": user["password"], "temporary": False})
-    if step["password"] or step["adopt"] or step["enabled"] is not None:
+    if step["password"] or step["adopt"] or step["enabled_changed"]:
         client.request("PUT", path(space, "users", uid), {
             "username": user["username"], "enabled": user.get("enabled", True),
             "attributes": _attributes(current["attributes"], user["password"] if step["password"] else None)})
