@@ -143,3 +143,34 @@ def router_mesh(tmp_path_factory):
         yield mesh
     finally:
         mesh.close()
+
+
+@pytest.fixture(scope="session")
+def keycloak(tmp_path_factory):
+    """One real Keycloak 26.4.7 for the whole session (keycloak_server.py):
+    ``.url``, ``.admin_user``, ``.admin_password``, ``.stop()``, ``.start()``
+    (same data and ports). A test that stops it starts it again in a
+    ``finally`` (``keycloak_admin`` also starts it when a test left it down).
+    Skips, saying why, only without Java or the archive."""
+    import keycloak_server
+
+    reason = keycloak_server.missing_prerequisites()
+    if reason:
+        pytest.skip(reason)
+    server = keycloak_server.KeycloakServer(str(tmp_path_factory.mktemp("keycloak")))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def keycloak_admin(keycloak):
+    """A keycloak_admin.KeycloakAdmin on the session's Keycloak (started again
+    first when an earlier test left it stopped)."""
+    import keycloak_admin as admin_api
+
+    if not keycloak.running:
+        keycloak.start()
+    return admin_api.KeycloakAdmin.of(keycloak)
