@@ -44,7 +44,7 @@ options:
     required: true
   username:
     description:
-      - Single form. The user name (lowercase letters and digits, with C(_ @ . : -) inside, as EnMasse).
+      - "Single form. The user name (lowercase letters and digits, with C(_ @ . : -) inside, as EnMasse)."
       - Mutually exclusive with O(users) and O(definition).
     type: raw
   password:
@@ -53,13 +53,13 @@ options:
     type: str
   authentication:
     description:
-      - Single form, instead of O(password). EnMasse's C(authentication) - C({type: password, password: <plain>}).
+      - "Single form, instead of O(password). EnMasse's C(authentication) - C({type: password, password: <plain>}).
         C(serviceaccount) and C(federated) are refused (the host backends have no Kubernetes tokens or identity
-        providers to check them).
+        providers to check them)."
     type: dict
   authorization:
     description:
-      - Single form. A list of rules C({addresses: [patterns], operations: [send, recv, view, manage]}).
+      - "Single form. A list of rules C({addresses: [patterns], operations: [send, recv, view, manage]})."
       - A pattern is an address, a prefix ending in C(*) (C(orders/*) grants C(orders/eu), not C(ordersx)) or C(*)
         (every address); C(*) elsewhere is refused. C(send) and C(recv) need at least one pattern; C(view) and
         C(manage) are for the whole space and need none.

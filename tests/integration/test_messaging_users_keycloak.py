@@ -85,7 +85,8 @@ def test_create_check_mode_second_run_change_and_remove(keycloak, keycloak_admin
     assert again.rc == 0 and again.result["changed"] is False, again.result
 
     # a new password and new permissions: check mode first, nothing changes
-    new = dict(args, password="second-pass-2", authorization=[{"addresses": ["*"], "operations": ["send", "recv"]}])
+    new = dict(args)
+    new.update(password="second-pass-2", authorization=[{"addresses": ["*"], "operations": ["send", "recv"]}])
     res = run(keycloak, "messaging_user", check=True, **new)
     assert res.result["changes"]["updated"] == ["alice"]
     assert grant(keycloak_admin, space, "alice", "first-pass-1")[0] == 200
@@ -140,9 +141,9 @@ def test_bulk_documents_prune_leaves_a_hand_made_user_alone(keycloak, keycloak_a
 
 
 def test_bad_input_fails_before_keycloak_is_touched(keycloak, space):
+    bad_rule = [{"addresses": ["a*b"], "operations": ["send"]}]
     users = [{"username": "ok", "password": "secret-ok"},
-             {"username": "Bad", "password": "secret-bad", "authorization": [{"addresses": ["a*b"],
-                                                                               "operations": ["send"]}]}]
+             {"username": "Bad", "password": "secret-bad", "authorization": bad_rule}]
     res = run(keycloak, "messaging_user", address_space=space, users=users)
     assert res.rc != 0 and len(res.result["errors"]) == 2, res.result
     assert "secret-ok" not in res.stdout and "secret-bad" not in res.stdout

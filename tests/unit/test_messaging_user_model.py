@@ -83,7 +83,7 @@ def test_every_error_is_reported_at_once_and_a_duplicate_refused():
 
 def test_password_values_never_appear_in_messages():
     secret = "Zm9vYmFy"  # base64 of foobar, but the document spells it wrong below
-    _, errs = m.users_from_list([doc(password=secret + "!"), {"username": "a", "password": 123456789}], "s1")
+    unused, errs = m.users_from_list([doc(password=secret + "!"), {"username": "a", "password": 123456789}], "s1")
     assert errs and not any(secret in e or "123456789" in e or "foobar" in e for e in errs), errs
 
 
@@ -95,15 +95,14 @@ def test_secrets_of_finds_plain_and_base64_passwords_before_validation():
 
 
 def test_state_absent_needs_no_password_and_applies_to_documents():
-    _, users, errs = m.user_inputs({"address_space": "s1", "username": "a", "state": "absent"})
+    unused, users, errs = m.user_inputs({"address_space": "s1", "username": "a", "state": "absent"})
     assert errs == [] and users[0]["state"] == "absent"
-    _, users, errs = m.user_inputs({"address_space": "s1", "state": "absent",
-                                    "definition": doc(password=None)})
+    unused, users, errs = m.user_inputs({"address_space": "s1", "state": "absent", "definition": doc(password=None)})
     assert errs == [] and users[0]["state"] == "absent"
 
 
 def test_bad_space_is_refused_first():
-    _, users, errs = m.user_inputs({"address_space": "Bad_Space", "username": "a", "password": "x"})
+    unused, users, errs = m.user_inputs({"address_space": "Bad_Space", "username": "a", "password": "x"})
     assert users == [] and errs[0].startswith("address_space: 'Bad_Space'")
 
 

@@ -11,10 +11,10 @@ __metaclass__ = type
 from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.client import DEFAULT_TIMEOUT, KeycloakClient
 
 KEYCLOAK_ARGS = dict(
-    keycloak_url=dict(type="str", required=True),
-    keycloak_admin_user=dict(type="str", default="admin"),
+    keycloak_url=dict(type="str", required=True, no_log=False),
+    keycloak_admin_user=dict(type="str", default="admin", no_log=False),
     keycloak_admin_password=dict(type="str", required=True, no_log=True),
-    keycloak_admin_realm=dict(type="str", default="master"),
+    keycloak_admin_realm=dict(type="str", default="master", no_log=False),
     keycloak_ca_file=dict(type="path"),
     keycloak_validate_certs=dict(type="bool", default=True),
     keycloak_timeout=dict(type="int", default=DEFAULT_TIMEOUT),

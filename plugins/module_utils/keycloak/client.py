@@ -97,7 +97,7 @@ class KeycloakClient(object):
         user, password = self._credentials
         data = urlencode({"grant_type": "password", "client_id": ADMIN_CLIENT_ID,
                           "username": user, "password": password}).encode("utf-8")
-        status, _, body = self._open(Request(
+        status, unused, body = self._open(Request(
             "%s/realms/%s/protocol/openid-connect/token" % (self.url, quote(self.admin_realm, safe="")),
             data=data, headers={"Content-Type": "application/x-www-form-urlencoded"}))
         if status != 200:
@@ -127,8 +127,8 @@ class KeycloakClient(object):
         if status == 404 and missing_ok:
             return None
         if status >= 300:
-            raise KeycloakError("Keycloak %s %s: HTTP %d %s" % (method, "/admin/realms/" + where, status,
-                                                               _reason(raw)), status=status)
+            message = "Keycloak %s /admin/realms/%s: HTTP %d %s" % (method, where, status, _reason(raw))
+            raise KeycloakError(message, status=status)
         if status == 201 and headers.get("Location"):
             return {"id": headers["Location"].rstrip("/").rsplit("/", 1)[-1]}
         return json.loads(raw.decode("utf-8")) if raw and raw.strip() else None

@@ -240,6 +240,6 @@ def converge(client, space, users, prune=False, update_password="always", check_
 
 def info(client, space, usernames=None):
     """The users of ``space`` (all, or those named), without secrets."""
-    live, _ = read_live(client, space)
+    live = read_live(client, space)[0]
     names = sorted(live) if not usernames else [n for n in usernames if n in live]
     return {"changed": False, "users": [view(n, live[n]) for n in names]}
