@@ -48,3 +48,9 @@ options:
     type: int
     default: 30
 '''
+
+    # address_space: the same options, optional (KEYCLOAK_OPTIONAL_ARGS); the
+    # realm is managed only when keycloak_url is given
+    OPTIONAL = DOCUMENTATION.replace("    required: true\n", "    required: false\n").replace(
+        "      - Base URL of Keycloak", "      - Host backends. The address space's realm is made (or repaired) with the space and deleted "
+        "with it when owned (docs/identity.md); without this option no realm is managed.\n      - Base URL of Keycloak")

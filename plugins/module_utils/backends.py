@@ -39,8 +39,6 @@ REPORT_CHOICES = ("all", "changed", "none")
 OPERATIONS = {"address_space": "name", "address_space_info": "name",
               "address": "address_space", "address_info": "address_space",
               "messaging_user": "address_space", "messaging_user_info": "address_space"}
-# the host backends keep the users of both space types in the space's Keycloak realm
-IDENTITY_OPERATIONS = ("messaging_user", "messaging_user_info")
 
 
 class Backend(object):
@@ -66,6 +64,7 @@ class Backend(object):
         raise NotImplementedError
 
     def messaging_user(self, request):
+        """The host backends: keycloak/backend.py KeycloakUsers."""
         raise NotImplementedError
 
     def messaging_user_info(self, request):
@@ -110,9 +109,6 @@ def host_backend(request, operation):
     """standard or artemis: what the space is on this control host."""
     from ansible_collections.enmasse.messaging.plugins.module_utils.standard import backend as _standard
     p = request.params
-    if operation in IDENTITY_OPERATIONS:
-        from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak import backend as _keycloak
-        return _keycloak.KeycloakBackend()
     if operation == "address_space":  # the task's type, and a second state=absent is a no-op
         standard = _standard.is_standard(p, p["name"], p.get("type"), absent=p.get("state") == "absent")
     else:
@@ -144,4 +140,14 @@ def run(operation, request):
     errors = errors or backend.check(request, operation)
     if errors:
         raise ValidationError(errors)
-    return shape(getattr(backend, operation)(request))
+    realm = space_realm(request, operation, backend)
+    result = getattr(backend, operation)(request)
+    return shape(realm.after(request, result) if realm else result)
+
+
+def space_realm(request, operation, backend):
+    """The realm step of address_space on hosts (keycloak/space.py), or None."""
+    if operation != "address_space":
+        return None
+    from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak import space as _space
+    return _space.space_realm(request, operation, backend)

@@ -244,3 +244,80 @@ def test_the_url_must_be_http(url):
 
 def test_names_are_url_encoded_once_more_in_paths():
     assert kc_client.path("s1", "groups", "send_orders%2F%2A") == "s1/groups/send_orders%252F%252A"
+
+
+# ------------------------------------------------------------ address_space's realm step
+
+class SpaceBackend(backends.Backend):
+    """Stands for the host backend of address_space: records the calls."""
+    name = "artemis"
+
+    def __init__(self):
+        self.calls = []
+
+    def address_space(self, request):
+        self.calls.append(request.params["state"])
+        return {"changed": False, "address_space": {"name": request.params["name"]}}
+
+
+@pytest.fixture
+def host(kc, monkeypatch):
+    backend = SpaceBackend()
+    monkeypatch.setattr(backends, "prepare", lambda request, operation: [])
+    monkeypatch.setattr(backends, "host_backend", lambda request, operation: backend)
+    monkeypatch.setattr(backends, "kubernetes_backend", lambda request: None)
+    return backend
+
+
+def space_task(check=False, **params):
+    p = dict(name="s1", state="present", keycloak_admin_user="admin", keycloak_admin_realm="master",
+             keycloak_validate_certs=True, keycloak_timeout=30)
+    p.update(params)
+    return backends.run("address_space", Request(p, check_mode=check))
+
+
+def test_address_space_makes_and_removes_the_realm_when_keycloak_is_given(kc, host):
+    kc_args = dict(keycloak_url="http://kc.test", keycloak_admin_password="adminpw")
+    out = space_task(check=True, **kc_args)
+    assert out["changed"] and out["realm"]["created"] and kc.realms == {}
+    out = space_task(**kc_args)
+    assert out["changed"] and "s1" in kc.realms and out["address_space"] == {"name": "s1"}
+    assert space_task(**kc_args)["changed"] is False
+    out = space_task(state="absent", **kc_args)
+    assert out["changed"] and kc.realms == {} and host.calls == ["present", "present", "present", "absent"]
+    assert space_task(state="absent", **kc_args)["changed"] is False
+
+
+def test_address_space_without_keycloak_url_manages_no_realm(kc, host):
+    out = space_task()
+    assert "realm" not in out and kc.requests == [] and host.calls == ["present"]
+    with pytest.raises(ConfigError, match="keycloak_admin_password: given without keycloak_url"):
+        space_task(keycloak_admin_password="adminpw")
+    assert host.calls == ["present"]
+
+
+def test_address_space_bad_keycloak_options_touch_nothing(kc, host):
+    with pytest.raises(ConfigError, match="keycloak_url: 'kc.test' must be an http"):
+        space_task(keycloak_url="kc.test", keycloak_admin_password="adminpw")
+    assert host.calls == [] and kc.requests == []
+
+
+def test_address_space_a_realm_not_owned_fails_with_the_space_result(kc, host):
+    kc.client().request("POST", "", {"realm": "s1", "enabled": True})
+    with pytest.raises(ServiceError) as e:
+        space_task(keycloak_url="http://kc.test", keycloak_admin_password="adminpw")
+    assert e.value.errors[0].startswith("realm of address space 's1': realm 's1' exists")
+    assert e.value.result["address_space"] == {"name": "s1"}
+    out = space_task(state="absent", keycloak_url="http://kc.test", keycloak_admin_password="adminpw")
+    assert out["changed"] is False and "not owned" in out["warnings"][0] and "s1" in kc.realms
+
+
+def test_both_host_backends_share_the_one_users_implementation_and_kubernetes_refuses():
+    from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.backend import ArtemisBackend
+    from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.backend import KeycloakUsers
+    from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.modules import KubernetesBackend
+    from ansible_collections.enmasse.messaging.plugins.module_utils.standard.backend import StandardBackend
+    for op in ("messaging_user", "messaging_user_info"):
+        assert getattr(ArtemisBackend, op) is getattr(StandardBackend, op) is getattr(KeycloakUsers, op)
+        with pytest.raises(ConfigError, match="backend: kubernetes is not implemented for messaging users yet"):
+            getattr(KubernetesBackend(), op)(Request({}))

@@ -126,8 +126,10 @@ def _imports(path, allowed=()):
 
 # a backend package may import these collection packages (besides its own,
 # model, errors and the shared helpers); standard composes router and artemis
-BACKEND_MAY_IMPORT = {"artemis": set(), "kubernetes": set(), "router": set(), "standard": {"router", "artemis"},
-                      "keycloak": {"auth"}}
+# artemis and standard (the host backends) keep their users in Keycloak; keycloak applies the auth service's
+# group encoding
+BACKEND_MAY_IMPORT = {"artemis": {"keycloak"}, "kubernetes": set(), "router": set(),
+                      "standard": {"router", "artemis", "keycloak"}, "keycloak": {"auth"}}
 BACKEND_PACKAGES = set(BACKEND_MAY_IMPORT) | {"metrics", "catalogue", "auth"}
 
 

@@ -20,6 +20,10 @@ KEYCLOAK_ARGS = dict(
     keycloak_timeout=dict(type="int", default=DEFAULT_TIMEOUT),
 )
 
+# address_space: the realm is managed only when keycloak_url is given
+KEYCLOAK_OPTIONAL_ARGS = dict((k, dict((a, v) for a, v in spec.items() if a != "required"))
+                              for k, spec in KEYCLOAK_ARGS.items())
+
 
 def client_of(params, hide=None):
     """The admin client of the task's Keycloak options."""

@@ -3,14 +3,13 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The identity operations of the host backends: both space types (standard
 and brokered) keep their messaging users in the space's Keycloak realm, so
-``backends.select`` gives this backend for ``messaging_user`` and
-``messaging_user_info`` whatever the space's type."""
+ArtemisBackend and StandardBackend both take ``messaging_user`` and
+``messaging_user_info`` from :class:`KeycloakUsers` (one implementation)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.backends import Backend
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ValidationError
 from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak import users as _users
 from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import client_of
@@ -18,8 +17,9 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.model.names impo
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.users import secrets_of, user_inputs
 
 
-class KeycloakBackend(Backend):
-    name = "keycloak"
+class KeycloakUsers(object):
+    """The two identity operations of a host backend (a mixin of
+    ArtemisBackend and StandardBackend)."""
 
     def messaging_user(self, request):
         p = request.params
