@@ -62,7 +62,7 @@ def test_a_user_list_document_stands_for_its_items():
     ({"username": "a", "password": "x", "authorization": [{"operations": ["send"]}]},
      "users[0].authorization[0].addresses: [] but operations send need at least one address pattern"),
     ({"username": "a", "password": "x", "authorization": [{"addresses": ["q"], "operations": ["write"]}]},
-     "users[0].authorization[0].operations: 'write' is not one of send, recv, view, manage"),
+     "users[0].authorization[0].operations: 'write' must be one of send, recv, view, manage"),
     ({"username": "a", "password": "x", "authorization": [{"addresses": ["q"], "operations": []}]},
      "users[0].authorization[0].operations: [] must be a non-empty list"),
     ({"username": "a", "password": "x", "authorization": {"addresses": ["q"]}},

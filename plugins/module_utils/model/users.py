@@ -31,6 +31,8 @@ OPERATIONS = ("send", "recv", "view", "manage")
 # operations that need address patterns (view and manage are for the whole space)
 ADDRESS_OPERATIONS = ("send", "recv")
 AUTH_TYPES = ("password",)
+# EnMasse's authentication types (what a MessagingUser document may say)
+ENMASSE_AUTH_TYPES = ("password", "serviceaccount", "federated")
 REFUSED_AUTH_TYPES = {
     "serviceaccount": "service accounts are Kubernetes tokens; the host backends have no Kubernetes API "
                       "to check them against",
@@ -91,7 +93,7 @@ def authorization_errors(authorization, field="authorization"):
             operations = []
         for op in operations:
             if op not in OPERATIONS:
-                errs.append("%s.operations: %s is not one of %s" % (where, fmt(op), ", ".join(OPERATIONS)))
+                errs.append("%s.operations: %s must be one of %s" % (where, fmt(op), ", ".join(OPERATIONS)))
         addresses = rule.get("addresses", [])
         if not isinstance(addresses, list):
             errs.append("%s.addresses: %s must be a list of address patterns" % (where, fmt(addresses)))
@@ -134,7 +136,8 @@ def authentication_errors(authentication, field="authentication"):
         return ["%s.type: %s is not supported by the host backends (%s); use type: password"
                 % (field, fmt(kind), REFUSED_AUTH_TYPES[kind])]
     if kind not in AUTH_TYPES:
-        return ["%s.type: %s is not one of %s" % (field, fmt(kind), ", ".join(AUTH_TYPES))]
+        return ["%s.type: %s must be one of %s (EnMasse's %s; the host backends support %s)"
+                % (field, fmt(kind), ", ".join(AUTH_TYPES), ", ".join(ENMASSE_AUTH_TYPES), ", ".join(AUTH_TYPES))]
     unknown = sorted(k for k in authentication if k not in ("type", "password"))
     errs = ["%s: unknown keys %s (allowed: type, password)" % (field, ", ".join(map(str, unknown)))] if unknown else []
     return errs + password_errors(authentication.get("password"), field + ".password")
