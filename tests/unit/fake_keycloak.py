@@ -22,6 +22,7 @@ class FakeKeycloak(object):
         self.ids = itertools.count(1)
         self.token_expired = False
         self.down = False
+        self.refuse_users = set()  # POST users of these names answers 500
 
     def client(self):
         client = KeycloakClient("http://kc.test", "admin", "adminpw")
@@ -103,6 +104,8 @@ class FakeKeycloak(object):
             first, most = int(query.get("first", 0)), int(query.get("max", 100))
             return 200, [dict((k, v) for k, v in u.items() if k != "credentials") for u in users[first:first + most]], None
         if not rest and method == "POST":
+            if body["username"] in self.refuse_users:
+                return 500, {"errorMessage": "unknown_error"}, None
             if any(u["username"] == body["username"] for u in realm["users"].values()):
                 return 409, {"errorMessage": "User exists with same username"}, None
             uid = self.new_id()

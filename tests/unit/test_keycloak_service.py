@@ -202,18 +202,15 @@ def test_info_lists_users_with_their_authorization_and_no_secret(space):
     assert run("messaging_user_info", usernames=["b", "zz"])["users"][0]["username"] == "b"
 
 
-def test_a_failed_write_names_the_user_and_keeps_what_was_done(space, monkeypatch):
-    original = users._create
-
-    def create(client, space_name, step, groups):
-        if step["username"] == "b":
-            client.request("POST", "s1/users", {"username": "a"})  # 409 from the fake
-        return original(client, space_name, step, groups)
-    monkeypatch.setattr(users, "_create", create)
+def test_a_failed_write_names_every_failed_user_and_keeps_what_was_done(space):
+    space.refuse_users = {"b", "d"}
     with pytest.raises(ServiceError) as e:
-        run("messaging_user", users=[user("a"), user("b")])
-    assert "user 'b' of realm 's1': create failed: Keycloak POST /admin/realms/s1/users: HTTP 409" in e.value.errors[0]
-    assert e.value.result["changes"]["created"] == ["a"]
+        run("messaging_user", users=[user("a"), user("b"), user("c"), user("d")])
+    assert e.value.errors == [
+        "user 'b' of realm 's1': create failed: Keycloak POST /admin/realms/s1/users: HTTP 500 unknown_error",
+        "user 'd' of realm 's1': create failed: Keycloak POST /admin/realms/s1/users: HTTP 500 unknown_error"]
+    assert e.value.result["changes"]["created"] == ["a", "c"] and e.value.result["changed"] is True
+    assert space.user("s1", "c") is not None and space.user("s1", "b") is None
 
 
 # ------------------------------------------------------------ client

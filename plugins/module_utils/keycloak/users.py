@@ -24,6 +24,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from concurrent.futures import ThreadPoolExecutor
+
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth.backends import (
     authorization_to_groups, hash_password, verify_password)
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ServiceError, ValidationError
@@ -36,6 +38,8 @@ HASH_ATTRIBUTE = "enmasse.messaging.password"
 # a hash is checked on every run for every user: fewer iterations than the
 # auth service's files (docs/identity.md says why that is acceptable)
 HASH_ITERATIONS = 10000
+# users applied at once (HTTP requests in flight)
+WORKERS = 8
 HIDDEN = "(hidden)"
 HIDDEN_CHANGED = "(hidden, changed)"
 
@@ -94,9 +98,19 @@ def password_differs(user, live, update_password):
         return True
 
 
-def plan(space, users, live, prune=False, update_password="always"):
+def stale_passwords(users, live, update_password, workers=WORKERS):
+    """Names of the listed users whose password must be set again: their
+    hashes are checked ``workers`` at a time (PBKDF2 releases the GIL)."""
+    present = [u for u in users if u["state"] == "present" and u["username"] in live]
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        differs = list(pool.map(lambda u: password_differs(u, live[u["username"]], update_password), present))
+    return set(u["username"] for u, d in zip(present, differs) if d)
+
+
+def plan(space, users, live, prune=False, stale=()):
     """The changes (pure): a list of ``{"action": create|update|delete,
-    "username", ...}`` in task order, then the pruned users by name."""
+    "username", ...}`` in task order, then the pruned users by name;
+    ``stale``: the users whose password is set again (stale_passwords)."""
     steps, listed, warnings = [], set(), []
     for user in users:
         name = user["username"]
@@ -118,7 +132,7 @@ def plan(space, users, live, prune=False, update_password="always"):
                   "groups_remove": sorted(set(current["groups"]) - set(groups)),
                   "enabled_changed": enabled != current["enabled"],
                   "adopt": not current["owned"],
-                  "password": password_differs(user, current, update_password)}
+                  "password": name in stale}
         if any(change.values()):
             steps.append(dict(change, action="update", username=name, user=user, groups=groups))
     if prune:
@@ -192,25 +206,39 @@ def _update(client, space, step, current, groups):
         client.request("DELETE", path(space, "users", uid, "groups", groups[name]))
 
 
-def apply(client, space, steps, live, groups):
-    """Apply ``steps``; on a failure, raise ServiceError naming the user,
-    with what was done before it in ``result.changes``."""
+def _apply_one(client, space, step, live, groups):
+    if step["action"] == "create":
+        _create(client, space, step, groups)
+    elif step["action"] == "update":
+        _update(client, space, step, live[step["username"]], groups)
+    else:
+        client.request("DELETE", path(space, "users", live[step["username"]]["id"]), missing_ok=True)
+
+
+def apply(client, space, steps, live, groups, workers=WORKERS):
+    """Apply ``steps``: the groups they need first (once), then the users,
+    ``workers`` at a time (Keycloak hashes each new password: its cores, not
+    this loop, set the pace). Every user that failed is named in the
+    ServiceError, with what was done in ``result.changes``."""
+    needed = sorted(set(g for step in steps if step["action"] != "delete"
+                        for g in (step["groups"] if step["action"] == "create" else step["groups_add"])))
+    try:
+        _group_ids(client, space, needed, groups)
+    except Exception as e:  # pylint: disable=broad-except
+        raise ServiceError(["groups of realm %r: creating %s failed: %s" % (space, ", ".join(needed), e)])
     done = {"created": [], "updated": [], "deleted": []}
-    for step in steps:
-        name = step["username"]
-        try:
-            if step["action"] == "create":
-                _create(client, space, step, groups)
-            elif step["action"] == "update":
-                _update(client, space, step, live[name], groups)
-            else:
-                client.request("DELETE", path(space, "users", live[name]["id"]), missing_ok=True)
-        except ServiceError:
-            raise
-        except Exception as e:  # a ClientError (HTTP): say which user, keep what was done
-            raise ServiceError(["user %r of realm %r: %s failed: %s" % (name, space, step["action"], e)],
-                               result={"changed": any(done.values()), "changes": done})
-        done[step["action"] + "d"].append(name)
+    failed = []
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = [(step, pool.submit(_apply_one, client, space, step, live, groups)) for step in steps]
+        for step, future in futures:
+            try:
+                future.result()
+            except Exception as e:  # pylint: disable=broad-except
+                failed.append("user %r of realm %r: %s failed: %s" % (step["username"], space, step["action"], e))
+                continue
+            done[step["action"] + "d"].append(step["username"])
+    if failed:
+        raise ServiceError(failed, result={"changed": any(done.values()), "changes": done})
     return done
 
 
@@ -226,7 +254,7 @@ def converge(client, space, users, prune=False, update_password="always", check_
     if update_password not in ("always", "on_create"):
         raise ValidationError("update_password: %r is not one of always, on_create" % (update_password,))
     live, groups = read_live(client, space)
-    steps, warnings = plan(space, users, live, prune, update_password)
+    steps, warnings = plan(space, users, live, prune, stale_passwords(users, live, update_password))
     result = {"changed": bool(steps), "diff": diff_of(steps, live), "warnings": warnings}
     result["changes"] = changes_of(steps) if check_mode else apply(client, space, steps, live, groups)
     names = [u["username"] for u in users]
