@@ -318,3 +318,15 @@ def test_both_host_backends_share_the_one_users_implementation_and_kubernetes_re
         assert getattr(ArtemisBackend, op) is getattr(StandardBackend, op) is getattr(KeycloakUsers, op)
         with pytest.raises(ConfigError, match="backend: kubernetes is not implemented for messaging users yet"):
             getattr(KubernetesBackend(), op)(Request({}))
+
+
+def test_tls_options(tmp_path):
+    import ssl
+    assert kc_client.ssl_context("http://kc.test") is None
+    assert kc_client.ssl_context("https://kc.test", validate_certs=False).verify_mode == ssl.CERT_NONE
+    strict = kc_client.ssl_context("https://kc.test")
+    assert strict.verify_mode == ssl.CERT_REQUIRED and strict.check_hostname
+    bad = tmp_path / "ca.pem"
+    bad.write_text("not a certificate")
+    with pytest.raises(ConfigError, match="keycloak_ca_file: .*ca.pem' cannot be read as PEM CA certificates"):
+        kc_client.ssl_context("https://kc.test", ca_file=str(bad))
