@@ -51,6 +51,43 @@ options:
 
     # address_space: the same options, optional (KEYCLOAK_OPTIONAL_ARGS); the
     # realm is managed only when keycloak_url is given
-    OPTIONAL = DOCUMENTATION.replace("    required: true\n", "    required: false\n").replace(
-        "      - Base URL of Keycloak", "      - Host backends. The address space's realm is made (or repaired) with the space and deleted "
-        "with it when owned (docs/identity.md); without this option no realm is managed.\n      - Base URL of Keycloak")
+    OPTIONAL = r'''
+options:
+  keycloak_url:
+    description:
+      - Host backends. The address space's realm is made (or repaired) with the space and deleted with it when owned (docs/identity.md); without this option no realm is managed.
+      - Base URL of Keycloak (the Quarkus distribution, no C(/auth) path), for example
+        C(https://keycloak.example.com:8443).
+    type: str
+    required: false
+  keycloak_admin_user:
+    description:
+      - Administrator of O(keycloak_admin_realm); the admin token comes from the password grant of its
+        C(admin-cli) client.
+    type: str
+    default: admin
+  keycloak_admin_password:
+    description:
+      - Password of O(keycloak_admin_user). Never logged.
+    type: str
+    required: false
+  keycloak_admin_realm:
+    description:
+      - The realm of the administrator.
+    type: str
+    default: master
+  keycloak_ca_file:
+    description:
+      - PEM file of the CA certificates that sign Keycloak's HTTPS certificate (the system's CAs when omitted).
+    type: path
+  keycloak_validate_certs:
+    description:
+      - Verify Keycloak's HTTPS certificate and host name. Turn off only for a test instance.
+    type: bool
+    default: true
+  keycloak_timeout:
+    description:
+      - Timeout of one HTTP request to Keycloak, in seconds.
+    type: int
+    default: 30
+'''

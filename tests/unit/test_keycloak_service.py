@@ -10,7 +10,7 @@ from ansible_collections.enmasse.messaging.plugins.module_utils import backends
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import (
     ConfigError, ServiceError, ValidationError)
 from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak import client as kc_client
-from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak import realm, users
+from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak import realm
 from ansible_collections.enmasse.messaging.plugins.module_utils.request import Request
 
 ALL = [{"addresses": ["*"], "operations": ["send", "recv"]}]
