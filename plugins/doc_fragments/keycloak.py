@@ -55,7 +55,8 @@ options:
 options:
   keycloak_url:
     description:
-      - Host backends. The address space's realm is made (or repaired) with the space and deleted with it when owned (docs/identity.md); without this option no realm is managed.
+      - Host backends. The address space's realm is made (or repaired) with the space and deleted with it when owned
+        (docs/identity.md); without this option no realm is managed.
       - Base URL of Keycloak (the Quarkus distribution, no C(/auth) path), for example
         C(https://keycloak.example.com:8443).
     type: str
