@@ -37,7 +37,8 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs imp
 REPORT_CHOICES = ("all", "changed", "none")
 # operation -> the parameter that names the address space
 OPERATIONS = {"address_space": "name", "address_space_info": "name",
-              "address": "address_space", "address_info": "address_space"}
+              "address": "address_space", "address_info": "address_space",
+              "messaging_user": "address_space", "messaging_user_info": "address_space"}
 
 
 class Backend(object):
@@ -60,6 +61,13 @@ class Backend(object):
         raise NotImplementedError
 
     def address_info(self, request):
+        raise NotImplementedError
+
+    def messaging_user(self, request):
+        """The host backends: keycloak/backend.py KeycloakUsers."""
+        raise NotImplementedError
+
+    def messaging_user_info(self, request):
         raise NotImplementedError
 
 
@@ -132,4 +140,14 @@ def run(operation, request):
     errors = errors or backend.check(request, operation)
     if errors:
         raise ValidationError(errors)
-    return shape(getattr(backend, operation)(request))
+    realm = space_realm(request, operation, backend)
+    result = getattr(backend, operation)(request)
+    return shape(realm.after(request, result) if realm else result)
+
+
+def space_realm(request, operation, backend):
+    """The realm step of address_space on hosts (keycloak/space.py), or None."""
+    if operation != "address_space":
+        return None
+    from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak import space as _space
+    return _space.space_realm(request, operation, backend)

@@ -31,6 +31,7 @@ extends_documentation_fragment:
   - enmasse.messaging.connection
   - enmasse.messaging.kubernetes
   - enmasse.messaging.kubernetes.apply
+  - enmasse.messaging.keycloak.optional
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.converge
 options:
@@ -113,6 +114,13 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+realm:
+  description:
+    - Host backends with O(keycloak_url) - what was done to the space's Keycloak realm (docs/identity.md), C(changes)
+      naming each part (realm, client, mapper, user profile); C(skipped) when a realm not owned was left alone.
+  returned: when O(keycloak_url) is given
+  type: dict
+  sample: {changed: true, created: true, changes: [realm myspace created]}
 address_space:
   description:
     - The address space as plain snake_case, with C(exists) and C(status).
@@ -156,6 +164,7 @@ errors:
   elements: str
 '''
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_OPTIONAL_ARGS
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_APPLY_ARGS
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, backends, runner
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import SPACE_FIELDS
@@ -175,6 +184,7 @@ OPTIONS = dict(
     state=args.STATE_ARG,
 )
 OPTIONS.update(KUBERNETES_APPLY_ARGS)
+OPTIONS.update(KEYCLOAK_OPTIONAL_ARGS)
 
 
 MUTUALLY_EXCLUSIVE = [("definition", k) for k in SPACE_FIELDS]

@@ -23,7 +23,7 @@ def loaded_after(module):
 
 
 @pytest.mark.parametrize("name", ["names", "types", "documents", "plan_documents", "example_plans", "inputs",
-                                  "validation", "plans", "placement", "schema", "requests", "status"])
+                                  "validation", "plans", "placement", "schema", "requests", "status", "users"])
 def test_model_is_pure(name):
     loaded = loaded_after("%s.model.%s" % (MU, name))
     mine = sorted(m for m in loaded if m.startswith(MU + ".") and not m.startswith((MU + ".model", MU + ".errors")))
@@ -126,7 +126,10 @@ def _imports(path, allowed=()):
 
 # a backend package may import these collection packages (besides its own,
 # model, errors and the shared helpers); standard composes router and artemis
-BACKEND_MAY_IMPORT = {"artemis": set(), "kubernetes": set(), "router": set(), "standard": {"router", "artemis"}}
+# artemis and standard (the host backends) keep their users in Keycloak; keycloak applies the auth service's
+# group encoding
+BACKEND_MAY_IMPORT = {"artemis": {"keycloak"}, "kubernetes": set(), "router": set(),
+                      "standard": {"router", "artemis", "keycloak"}, "keycloak": {"auth"}}
 BACKEND_PACKAGES = set(BACKEND_MAY_IMPORT) | {"metrics", "catalogue", "auth"}
 
 
@@ -140,12 +143,13 @@ def test_backends_do_not_reach_into_each_other(package):
     assert offenders == []
 
 
-@pytest.mark.parametrize("module", ["address", "address_info", "address_space", "address_space_info"])
+@pytest.mark.parametrize("module", ["address", "address_info", "address_space", "address_space_info",
+                                    "messaging_user", "messaging_user_info"])
 def test_address_modules_enter_every_backend_through_one_interface(module):
     """A module names no backend: backends.run selects it (one selection)."""
     path = os.path.join(REPO, "plugins", "modules", module + ".py")
     # the kubernetes connection options are options, not the backend
-    assert _imports(path, allowed=("kubernetes.args",)) & BACKEND_PACKAGES == set()
+    assert _imports(path, allowed=("kubernetes.args", "keycloak.args")) & BACKEND_PACKAGES == set()
     with open(path) as f:
         assert 'backends.run("%s", runner.request(module))' % module in f.read()
 

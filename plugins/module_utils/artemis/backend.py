@@ -15,11 +15,12 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue import
 from ansible_collections.enmasse.messaging.plugins.module_utils.connection import (
     connection_file_path, read_connection_file)
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError
+from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.backend import KeycloakUsers
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import status as _status
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import space_input
 
 
-class ArtemisBackend(Backend):
+class ArtemisBackend(KeycloakUsers, Backend):
 
     name = "artemis"
 

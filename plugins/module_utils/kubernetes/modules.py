@@ -148,6 +148,12 @@ class KubernetesBackend(Backend):
     def address_space_info(self, request):
         return {"changed": False, "address_space": _service.space_info(client_for(request), request.params["name"])}
 
+    def messaging_user(self, request):
+        raise ConfigError("backend: kubernetes is not implemented for messaging users yet (MessagingUser objects "
+                          "on a cluster); the host backends keep them in Keycloak (docs/identity.md)")
+
+    messaging_user_info = messaging_user
+
 
 def plans(kind):
     """The address_plan / address_space_plan module (``kind``:

@@ -13,6 +13,7 @@ __metaclass__ = type
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ValidationError
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import placement as _placement
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import plans as _plans
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import users as _users
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.documents import with_defaults
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import (
     fmt as _fmt, kube_name_errors, space_name_errors, username_errors, address_name_errors,
@@ -21,8 +22,8 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.model import typ
 
 SPACE_TYPES = ("standard", "brokered")
 AUTH_SERVICE_TYPES = ("none", "standard", "external")
-USER_AUTH_TYPES = ("password", "serviceaccount", "federated")
-USER_OPERATIONS = ("send", "recv", "view", "manage")
+USER_AUTH_TYPES = _users.ENMASSE_AUTH_TYPES
+USER_OPERATIONS = _users.OPERATIONS
 
 SPACE_KEYS = ("name", "type", "plan", "authentication_service", "endpoints",
               "addresses", "state")
@@ -305,34 +306,18 @@ def quota_check(space, space_plan, addresses, catalogue, owned=None, positions=N
 
 
 def validate_user(user, field="user"):
-    errs = []
+    """An EnMasse MessagingUser spec in EnMasse's vocabulary (every
+    authentication type EnMasse has); the authorization rules are
+    model/users.py's, the one implementation the messaging_user module uses."""
     if not isinstance(user, dict):
         return ["%s: %s must be a mapping" % (field, _fmt(user))]
-    errs.extend(username_errors(user.get("username"), field + ".username"))
+    errs = list(username_errors(user.get("username"), field + ".username"))
     auth = user.get("authentication") or {}
     atype = auth.get("type") if isinstance(auth, dict) else auth
     if atype not in USER_AUTH_TYPES:
         errs.append("%s.authentication.type: %s must be one of %s"
                     % (field, _fmt(atype), ", ".join(USER_AUTH_TYPES)))
-    authz = user.get("authorization") or []
-    if not isinstance(authz, list):
-        errs.append("%s.authorization: %s must be a list" % (field, _fmt(authz)))
-        authz = []
-    for i, rule in enumerate(authz):
-        rf = "%s.authorization[%d]" % (field, i)
-        if not isinstance(rule, dict):
-            errs.append("%s: %s must be a mapping with addresses and operations" % (rf, _fmt(rule)))
-            continue
-        if not isinstance(rule.get("addresses", []), list):
-            errs.append("%s.addresses: %s must be a list of address patterns" % (rf, _fmt(rule.get("addresses"))))
-        ops = rule.get("operations")
-        if not isinstance(ops, list) or not ops:
-            errs.append("%s.operations: %s must be a non-empty list of %s" % (rf, _fmt(ops), ", ".join(USER_OPERATIONS)))
-        else:
-            for op in ops:
-                if op not in USER_OPERATIONS:
-                    errs.append("%s.operations: %s must be one of %s" % (rf, _fmt(op), ", ".join(USER_OPERATIONS)))
-    return errs
+    return errs + _users.authorization_errors(user.get("authorization") or [], field + ".authorization")
 
 
 def check(errors):

@@ -16,6 +16,7 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue import
 from ansible_collections.enmasse.messaging.plugins.module_utils.connection import (
     REQUIRED_CONNECTION, connection_file_path, read_connection_file)
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ServiceError
+from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.backend import KeycloakUsers
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import requests as _requests
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import space_input
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as _infra
@@ -53,7 +54,7 @@ def open_space(params, name, hide):
     return ledger, service, store, catalogue
 
 
-class StandardBackend(Backend):
+class StandardBackend(KeycloakUsers, Backend):
 
     name = "standard"
 

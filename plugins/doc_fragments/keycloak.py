@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    # The Keycloak connection options (module_utils/keycloak/args.py KEYCLOAK_ARGS).
+    DOCUMENTATION = r'''
+options:
+  keycloak_url:
+    description:
+      - Base URL of Keycloak (the Quarkus distribution, no C(/auth) path), for example
+        C(https://keycloak.example.com:8443).
+    type: str
+    required: true
+  keycloak_admin_user:
+    description:
+      - Administrator of O(keycloak_admin_realm); the admin token comes from the password grant of its
+        C(admin-cli) client.
+    type: str
+    default: admin
+  keycloak_admin_password:
+    description:
+      - Password of O(keycloak_admin_user). Never logged.
+    type: str
+    required: true
+  keycloak_admin_realm:
+    description:
+      - The realm of the administrator.
+    type: str
+    default: master
+  keycloak_ca_file:
+    description:
+      - PEM file of the CA certificates that sign Keycloak's HTTPS certificate (the system's CAs when omitted).
+    type: path
+  keycloak_validate_certs:
+    description:
+      - Verify Keycloak's HTTPS certificate and host name. Turn off only for a test instance.
+    type: bool
+    default: true
+  keycloak_timeout:
+    description:
+      - Timeout of one HTTP request to Keycloak, in seconds.
+    type: int
+    default: 30
+'''
+
+    # address_space: the same options, optional (KEYCLOAK_OPTIONAL_ARGS); the
+    # realm is managed only when keycloak_url is given
+    OPTIONAL = r'''
+options:
+  keycloak_url:
+    description:
+      - Host backends. The address space's realm is made (or repaired) with the space and deleted with it when owned
+        (docs/identity.md); without this option no realm is managed.
+      - Base URL of Keycloak (the Quarkus distribution, no C(/auth) path), for example
+        C(https://keycloak.example.com:8443).
+    type: str
+    required: false
+  keycloak_admin_user:
+    description:
+      - Administrator of O(keycloak_admin_realm); the admin token comes from the password grant of its
+        C(admin-cli) client.
+    type: str
+    default: admin
+  keycloak_admin_password:
+    description:
+      - Password of O(keycloak_admin_user). Never logged.
+    type: str
+    required: false
+  keycloak_admin_realm:
+    description:
+      - The realm of the administrator.
+    type: str
+    default: master
+  keycloak_ca_file:
+    description:
+      - PEM file of the CA certificates that sign Keycloak's HTTPS certificate (the system's CAs when omitted).
+    type: path
+  keycloak_validate_certs:
+    description:
+      - Verify Keycloak's HTTPS certificate and host name. Turn off only for a test instance.
+    type: bool
+    default: true
+  keycloak_timeout:
+    description:
+      - Timeout of one HTTP request to Keycloak, in seconds.
+    type: int
+    default: 30
+'''

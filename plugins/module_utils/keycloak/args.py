@@ -1,0 +1,36 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Keycloak connection options (documented once, in the doc fragment
+``enmasse.messaging.keycloak``) and the client they make."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.client import DEFAULT_TIMEOUT, KeycloakClient
+
+KEYCLOAK_ARGS = dict(
+    keycloak_url=dict(type="str", required=True, no_log=False),
+    keycloak_admin_user=dict(type="str", default="admin", no_log=False),
+    keycloak_admin_password=dict(type="str", required=True, no_log=True),
+    keycloak_admin_realm=dict(type="str", default="master", no_log=False),
+    keycloak_ca_file=dict(type="path"),
+    keycloak_validate_certs=dict(type="bool", default=True),
+    keycloak_timeout=dict(type="int", default=DEFAULT_TIMEOUT),
+)
+
+# address_space: the realm is managed only when keycloak_url is given
+KEYCLOAK_OPTIONAL_ARGS = dict((k, dict((a, v) for a, v in spec.items() if a != "required"))
+                              for k, spec in KEYCLOAK_ARGS.items())
+
+
+def client_of(params, hide=None):
+    """The admin client of the task's Keycloak options."""
+    if hide is not None:
+        hide([params.get("keycloak_admin_password")])
+    return KeycloakClient(params["keycloak_url"], params.get("keycloak_admin_user") or "admin",
+                          params.get("keycloak_admin_password"), params.get("keycloak_admin_realm") or "master",
+                          ca_file=params.get("keycloak_ca_file"),
+                          validate_certs=params.get("keycloak_validate_certs", True) is not False,
+                          timeout=params.get("keycloak_timeout"))
