@@ -13,7 +13,8 @@ multicast receiver getting every message, isolation of two spaces for every
 type, a kill -9 of a router while traffic flows (reconnect, nothing lost, the
 keeper's restore time measured and bounded - printed here as KEEPER-RESTORE,
 next converge unchanged), the config check and uninstall
-(molecule/router/verify.yml; its pass/fail rules: molecule/router/checks.py).
+(molecule/router/verify.yml and the verify-*.yml playbooks it imports, one per
+concern; its pass/fail rules: molecule/router/checks.py).
 Skips only when podman, molecule or the source archive cannot be had.
 """
 import os

@@ -108,6 +108,19 @@ def test_no_file_over_600_lines_no_function_over_80(top):
     assert too_big == {}
 
 
+@pytest.mark.parametrize("top", ("molecule", "playbooks"))
+def test_no_yaml_file_over_600_lines(top):
+    """Playbooks and scenarios too: no YAML file over 600 lines (a long
+    verify is split by concern into playbooks it imports)."""
+    too_big = {}
+    for path in sorted(glob.glob(os.path.join(REPO, top, "**", "*.y*ml"), recursive=True)):
+        with open(path) as f:
+            lines = len(f.read().splitlines())
+        if lines > 600:
+            too_big[os.path.relpath(path, REPO)] = lines
+    assert too_big == {}
+
+
 def _imports(path, allowed=()):
     """The collection packages a file imports (``artemis``, ``model``,
     ``backends``, ...), leaving out the modules in ``allowed``
