@@ -68,10 +68,12 @@ def _ints(text):
 
 
 def setup_space(env):
+    """Converges the space: (changed, the queue's broker, the listener ports)."""
     common_args = env.module_args(catalogue_path=env.catalogue_path, connection_file=env.connection_file(SPACE))
     res = helpers.run_module("address_space", dict(common_args, name=SPACE, type="standard", plan="standard-unlimited",
                                                    authentication_service=ANON))
     assert res.rc == 0, res.result
+    changed = res.result.get("changed")
     res = helpers.run_module("address", dict(common_args, address_space=SPACE, return_addresses="all", addresses=[
         {"address": "q-routed", "type": "queue", "plan": "standard-small-queue"},
         {"address": "a-bench", "type": "anycast", "plan": "standard-small-anycast"}]))
@@ -80,7 +82,7 @@ def setup_space(env):
     assert st["q-routed"]["ready"], st
     with open(env.connection_file(SPACE)) as f:
         eps = json.load(f)["endpoints"]
-    return st["q-routed"]["brokers"][0], [e["port"] for e in eps]
+    return changed or res.result.get("changed"), st["q-routed"]["brokers"][0], [e["port"] for e in eps]
 
 
 def endpoints(env, broker, ports):
@@ -158,7 +160,8 @@ def parse_args():
     ap.add_argument("--window", type=int, default=1000, help="unsettled deliveries per sender at most")
     ap.add_argument("--prefetch", type=int, default=1000, help="credit per receiver")
     ap.add_argument("--worker-threads", type=int, default=None, help="the routers' workerThreads (default 4)")
-    ap.add_argument("--link-capacity", default="", help="comma list; each is measured (0: the routers' default)")
+    ap.add_argument("--link-capacity", default="", help="comma list, each measured in turn (0: the router's "
+                    "default, 250); default: StandardEnv's (the standard role's)")
     ap.add_argument("--timeout", type=float, default=300.0)
     return ap.parse_args()
 
@@ -178,15 +181,16 @@ def main():
               "machine": common.machine(), "load_before": common.loadavg(), "measurements": []}
     try:
         env.start()
-        home, ports = setup_space(env)
+        unused, home, ports = setup_space(env)
         broker = [b for b in env.brokers if b.name == home][0]
         broker.create_by_hand("bench-direct", "ANYCAST", queue=True)
         result["broker"] = home
         eps = endpoints(env, broker, ports)
         watch = dict([(r.id, r.proc.pid) for r in env.routers] + [(b.name, b.proc.pid) for b in env.brokers])
-        for capacity in _ints(args.link_capacity) or [0]:
-            if capacity:
-                dptune.set_link_capacity(env, SPACE, capacity)
+        for capacity in _ints(args.link_capacity) or [env.link_capacity or 0]:
+            if capacity or env.link_capacity:
+                result.setdefault("connectors", []).append(
+                    dptune.set_link_capacity(env, capacity, lambda: setup_space(env)[0]))
             for clients in _ints(args.clients):
                 result["measurements"].append({"link_capacity": capacity, "clients": clients,
                                                "cases": measure(eps, clients, args, watch)})

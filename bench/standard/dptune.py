@@ -2,12 +2,14 @@
 
 ``workerThreads`` (the router entity) is static: StandardEnv's
 ``router_settings`` puts it in each router's configuration file before the
-start. ``linkCapacity`` (the deliveries in flight per link on a connection)
-belongs to the listener and the connector the modules create at run time:
-``set_link_capacity`` re-creates, on every router, the space's listener and
-the connectors to the brokers with the value (the same attributes as the
-modules' otherwise, plugins/module_utils/standard/entities.py), then waits
-until the routers' autoLinks are active again.
+start. ``linkCapacity`` (the deliveries in flight per link of a connection:
+the credit a router gives a client's sending link, or a broker queue's
+autoLink towards the router) belongs to the listener and the connectors the
+modules create at run time, from the infrastructure file's ``link_capacity``
+(the standard role's ``standard_link_capacity``): ``set_link_capacity``
+writes the file and runs the modules again, which re-create the space's
+listener and the broker connectors on every router, then waits until the
+routers' autoLinks are active again.
 """
 
 import time
@@ -15,29 +17,20 @@ import time
 QDR = "org.apache.qpid.dispatch."
 
 
-def _recreate(session, router, kind, name, attrs):
-    session.delete(QDR + kind, name, router=router)
-    attrs = dict((k, v) for k, v in attrs.items() if k != "type")
-    session.create(QDR + kind, name, attrs, router=router)
-
-
-def set_link_capacity(env, space, capacity):
-    """``capacity``: the linkCapacity of the space's listener and of the
-    broker connectors, on every router of ``env`` (a StandardEnv)."""
-    from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as ent
-    import json
-    with open(env.infra_file) as f:
-        infra = json.load(f)
-    listener = ent.space_prefix(space) + "amqp"
+def set_link_capacity(env, capacity, converge):
+    """``capacity``: the link_capacity of the infrastructure file of ``env``
+    (a StandardEnv; 0 or None: the router's default); ``converge``: runs the
+    space's modules (returns whether they changed something). A second
+    converge must change nothing (the read-back value matches)."""
+    env.link_capacity = capacity or None
+    env.write_infra()
+    converge()
+    if converge():
+        raise RuntimeError("link capacity %s: the second run of the modules changed something again" % capacity)
     with env.session() as s:
-        for r in env.routers:
-            port = s.read(QDR + "listener", listener, router=r.id)["port"]
-            attrs = ent.space_entities(space, port, infra["auth_service"], bind_host=infra["bind_host"],
-                                       anonymous=True)[listener]
-            _recreate(s, r.id, "listener", listener, dict(attrs, linkCapacity=capacity))
-            for name, attrs in ent.connector_entities(infra["brokers"]).items():
-                _recreate(s, r.id, "connector", name, dict(attrs, linkCapacity=capacity))
         wait_autolinks(s, [r.id for r in env.routers])
+        got = s.query(QDR + "connector", ["name", "linkCapacity"])
+    return got
 
 
 def wait_autolinks(session, routers, timeout=60):

@@ -153,6 +153,7 @@ class StandardEnv(object):
         self.base_dir = base_dir
         self.prefix = prefix
         self.role_routers = role_routers
+        self.link_capacity = None  # the infrastructure file's link_capacity (None: the router's default)
         self.router_settings = {}  # more attributes of the router entity (the test mesh only; bench/standard/dataplane.py)
         self.password_files = {}
         self.routers = []
@@ -218,6 +219,8 @@ class StandardEnv(object):
             "catalogue_path": self.catalogue_path,
             "timeout": 30,
         }
+        if self.link_capacity:
+            data["link_capacity"] = self.link_capacity
         with open(self.infra_file, "w") as f:
             json.dump(data, f)
 
