@@ -156,7 +156,9 @@ def parse_args():
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=5000)
-    ap.add_argument("--clients", default="4", help="sender/receiver pairs; a comma list measures each")
+    ap.add_argument("--clients", default="4", help="sender/receiver pairs; a comma list measures each (default 4: "
+                    "on the 2-core host 1 and 4 gave the same rates, docs/benchmarks.md; 4 links per path keep a "
+                    "router's per-link credit from being the limit on a bigger host)")
     ap.add_argument("--window", type=int, default=1000, help="unsettled deliveries per sender at most")
     ap.add_argument("--prefetch", type=int, default=1000, help="credit per receiver")
     ap.add_argument("--worker-threads", type=int, default=None, help="the routers' workerThreads (default 4)")
