@@ -54,7 +54,7 @@ class Router(object):
         self.conf_file = None  # a qdrouterd.conf the router role rendered (StandardEnv role_routers)
 
     def config(self):
-        ents = [["router", {"mode": "interior", "id": self.id}],
+        ents = [["router", dict(self.env.router_settings, mode="interior", id=self.id)],
                 ["policy", {"enableVhostPolicy": True, "defaultVhost": "$default"}],
                 ["vhost", {"hostname": "$default", "allowUnknownUser": True, "groups": {"$default": ALLOW_ALL}}],
                 ["listener", {"name": "management", "host": "127.0.0.1", "port": str(self.management_port),
@@ -153,6 +153,8 @@ class StandardEnv(object):
         self.base_dir = base_dir
         self.prefix = prefix
         self.role_routers = role_routers
+        self.link_capacity = None  # the infrastructure file's link_capacity (None: the router's default)
+        self.router_settings = {}  # more attributes of the router entity (the test mesh only; bench/standard/dataplane.py)
         self.password_files = {}
         self.routers = []
         for i in range(routers):
@@ -217,6 +219,8 @@ class StandardEnv(object):
             "catalogue_path": self.catalogue_path,
             "timeout": 30,
         }
+        if self.link_capacity:
+            data["link_capacity"] = self.link_capacity
         with open(self.infra_file, "w") as f:
             json.dump(data, f)
 

@@ -1,7 +1,8 @@
 """The lifecycle of standard address spaces against real qdrouterd routers
 (two, meshed) and a real Artemis broker: a plan change over quota leaves the
 live queue and its messages alone and says why; the router keeper restores
-the spaces it can read past a ledger it cannot; ``state: absent`` twice."""
+the spaces it can read past a ledger it cannot; ``state: absent`` twice; the
+infrastructure's link_capacity is the credit a client's sender gets."""
 import json
 import os
 import subprocess
@@ -197,3 +198,37 @@ def test_absent_twice_changes_nothing_the_second_time(env):
             res = run_module("address_space", dict(args, **extra), check_mode=check_mode)
             assert res.rc == 0, res.result
             assert res.result["changed"] is False and res.result["address_space"]["exists"] is False, res.result
+
+
+def _capacities(env, space):
+    with env.session() as s:
+        rows = s.query_many([(r.id, "org.apache.qpid.dispatch." + kind, ["name", "linkCapacity"])
+                             for r in env.routers for kind in ("listener", "connector")])
+    return sorted((row["name"], row["linkCapacity"]) for rs, failed in rows for row in rs
+                  if row["name"] in ("enmasse/%s/amqp" % space, "enmasse/broker/b1"))
+
+
+def test_link_capacity_of_the_infrastructure_is_the_credit_a_client_sender_gets(env):
+    """link_capacity (standard_link_capacity) goes on the space listener and
+    the broker connectors of every router: a client's sender gets that credit;
+    the second run changes nothing; unset again, the router's 250 is back."""
+    space = "life-cap"
+    env.link_capacity = 500
+    env.write_infra()
+    try:
+        make_space(env, space)
+        assert converge(env, space, [{"address": "cq", "type": "queue", "plan": "standard-small-queue"}]).rc == 0
+        assert _capacities(env, space) == [("enmasse/broker/b1", 500)] * 2 + [("enmasse/%s/amqp" % space, 500)] * 2
+        assert make_space(env, space)["changed"] is False
+        c = connect(env, space)
+        snd = c.create_sender("cq")
+        deadline = time.time() + 10
+        while snd.link.credit < 500 and time.time() < deadline:
+            c.container.process()
+        assert snd.link.credit == 500
+        c.close()
+    finally:
+        env.link_capacity = None
+        env.write_infra()
+    assert make_space(env, space)["changed"] is True
+    assert [cap for unused, cap in _capacities(env, space)] == [None] * 4

@@ -88,6 +88,23 @@ def test_infra_refuses_a_literal_connector_password(tmp_path):
     assert "secret" not in text.replace("secret attribute", "")
 
 
+def test_link_capacity_goes_on_the_space_listener_and_the_broker_connectors(tmp_path):
+    """The infrastructure file's link_capacity (the standard role's
+    standard_link_capacity) is the linkCapacity of what the modules create;
+    unset, the attribute is left out (the router's default, 250)."""
+    inf = infra(tmp_path, link_capacity=1000)
+    assert inf["link_capacity"] == 1000
+    desired = svc.space_level(type("S", (), {"infra": inf, "router_ids": ["r1"]})(), "s", 5701)
+    assert desired["enmasse/s/amqp"]["linkCapacity"] == 1000
+    assert [desired[n]["linkCapacity"] for n in ("enmasse/broker/b1", "enmasse/broker/b2")] == [1000, 1000]
+    assert "linkCapacity" not in ent.connector_entities(BROKERS)["enmasse/broker/b1"]
+    assert "linkCapacity" not in ent.space_entities("s", 5701, {"host": "a", "port": 1})["enmasse/s/amqp"]
+    for bad in (0, "1000", True):
+        with pytest.raises(ConfigError) as e:
+            infra(tmp_path, link_capacity=bad)
+        assert "link_capacity: %r must be a whole number >= 1" % (bad,) in " ".join(e.value.errors)
+
+
 def test_entity_names_lead_back_to_their_address():
     for name, addr in (("enmasse/s/address/a/b", "a/b"), ("enmasse/s/autolink/b1/in/x/y", "x/y"),
                        ("enmasse/s/linkroute/out/news", "news"), ("enmasse/s/linkroute/out/news::audit", "audit"),

@@ -102,14 +102,22 @@ def terminus_names(space, addresses, routers=()):
     return sorted(sources), sorted(targets)
 
 
+def _capacity(link_capacity):
+    """The listener/connector attribute for ``link_capacity`` (the router's
+    default, 250, when None)."""
+    return {"linkCapacity": int(link_capacity)} if link_capacity else {}
+
+
 def space_entities(space, port, auth, bind_host="0.0.0.0", max_connections=None, anonymous=False,
-                   addresses=(), routers=()):
+                   addresses=(), routers=(), link_capacity=None):
     """The entities of the space itself: vhost, auth plugin, listener.
     ``auth``: {host, port} of the auth service. ``anonymous``: the space's
     authentication service is of type ``none`` (EnMasse's): no SASL, anyone
     who reaches the port is a client of the space. ``addresses``: the
     space's placed addresses, the only ones its clients reach (the vhost's
-    ``sources``/``targets``, ``terminus_names``); ``routers``: the mesh's ids."""
+    ``sources``/``targets``, ``terminus_names``); ``routers``: the mesh's ids;
+    ``link_capacity``: the listener's linkCapacity (the credit the router gives
+    each client's sending link; None: the router's default, 250)."""
     pre = space_prefix(space)
     sources, targets = terminus_names(space, addresses, routers)
     group = {"users": "*", "remoteHosts": "*", "sources": ",".join(sources), "targets": ",".join(targets),
@@ -122,26 +130,30 @@ def space_entities(space, port, auth, bind_host="0.0.0.0", max_connections=None,
         return {
             pre + "vhost": entity(VHOST, **vhost),
             pre + "amqp": entity(LISTENER, host=bind_host, port=str(port), role="normal", multiTenant=True,
-                                 policyVhost=space, authenticatePeer=False, saslMechanisms="ANONYMOUS"),
+                                 policyVhost=space, authenticatePeer=False, saslMechanisms="ANONYMOUS",
+                                 **_capacity(link_capacity)),
         }
     return {
         pre + "vhost": entity(VHOST, **vhost),
         pre + "auth": entity(AUTH_PLUGIN, host=auth["host"], port=str(auth["port"]), realm=space),
         pre + "amqp": entity(LISTENER, host=bind_host, port=str(port), role="normal", multiTenant=True,
                              policyVhost=space, authenticatePeer=True, saslMechanisms="PLAIN",
-                             saslPlugin=pre + "auth"),
+                             saslPlugin=pre + "auth", **_capacity(link_capacity)),
     }
 
 
-def connector_entities(brokers):
+def connector_entities(brokers, link_capacity=None):
     """A route-container connector from every router to every pool broker.
     ``brokers``: [{name, host, amqp_port, user, password_file}]. The password
     is named, never given: ``saslPassword: file:<password_file>`` (a file on
     every router host, written by the router role), so that no management
-    QUERY returns it (qdrouterd returns a literal saslPassword in clear)."""
+    QUERY returns it (qdrouterd returns a literal saslPassword in clear).
+    ``link_capacity``: the connectors' linkCapacity (the credit a router gives
+    each broker queue's autoLink towards it; None: the router's default, 250)."""
     out = {}
     for b in brokers:
-        attrs = {"host": b["host"], "port": str(b["amqp_port"]), "role": "route-container"}
+        attrs = dict({"host": b["host"], "port": str(b["amqp_port"]), "role": "route-container"},
+                     **_capacity(link_capacity))
         if b.get("user"):
             attrs.update(saslUsername=b["user"], saslPassword="file:" + b["password_file"], saslMechanisms="PLAIN")
         out[connector_name(b["name"])] = entity(CONNECTOR, **attrs)

@@ -55,6 +55,10 @@ def load_infra(path):
     for i, r in enumerate(data.get("routers") or []):
         if not isinstance(r, dict) or not r.get("id"):
             errs.append("%s: routers[%d] needs an id" % (path, i))
+    cap = data.get("link_capacity")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        errs.append("%s: link_capacity: %r must be a whole number >= 1 (deliveries in flight per link), "
+                    "or null for the router's default (250)" % (path, cap))
     auth = data.get("auth_service") or {}
     if data.get("auth_service") and (not auth.get("host") or not auth.get("port")):
         errs.append("%s: auth_service needs host and port" % path)
@@ -67,6 +71,7 @@ def load_infra(path):
     out.setdefault("ledger_dir", DEFAULT_LEDGER_DIR)
     out.setdefault("bind_host", "0.0.0.0")
     out.setdefault("timeout", 60)
+    out.setdefault("link_capacity", None)
     return out
 
 

@@ -48,7 +48,7 @@ def desired_state(service):
     ledger. A ledger that cannot be read (not JSON, an unknown format, entries
     of the wrong shape) is skipped and logged, naming the file and the error:
     the other spaces are restored all the same."""
-    desired = _ent.connector_entities(service.infra["brokers"])
+    desired = _ent.connector_entities(service.infra["brokers"], service.infra.get("link_capacity"))
     for path in sorted(glob.glob(os.path.join(service.infra["ledger_dir"], "*.json"))):
         try:
             desired.update(space_entities(service, path))

@@ -138,10 +138,11 @@ def placed(ledger):
 
 def space_level(service, space, port, record=None, addresses=()):
     """``addresses``: the placed ones (the vhost lets clients reach only those)."""
-    desired = _ent.connector_entities(service.infra["brokers"])
+    desired = _ent.connector_entities(service.infra["brokers"], service.infra.get("link_capacity"))
     desired.update(_ent.space_entities(space, port, service.infra["auth_service"],
                                        bind_host=service.infra["bind_host"], anonymous=anonymous(record),
-                                       addresses=addresses, routers=service.router_ids))
+                                       addresses=addresses, routers=service.router_ids,
+                                       link_capacity=service.infra.get("link_capacity")))
     return desired
 
 
