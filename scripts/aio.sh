@@ -17,6 +17,8 @@
 #      cache with `mvn dependency:get` if it is not there (apt maven if needed)
 #      and passes it as broker_archive_src (the role's offline path; without
 #      Maven the broker host downloads from the Apache archive instead);
+#      Keycloak (org.keycloak:keycloak-quarkus-dist) the same way, passed as
+#      keycloak_archive;
 #   3. checks the variables (playbooks/inputs.yml: the model's rules, no host
 #      touched) and learns the client ports of every instance from the broker
 #      role's layout;
@@ -42,6 +44,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO="$(pwd)"
 ARTEMIS_VERSION="${ARTEMIS_VERSION:-2.40.0}"
+KEYCLOAK_VERSION="${KEYCLOAK_VERSION:-26.4.7}"
 CONTAINER="${ENMASSE_AIO_CONTAINER:-enmasse-aio}"
 TARGET="${ENMASSE_AIO_TARGET:-auto}"
 VENV="${ENMASSE_VENV:-$REPO/.venv}"
@@ -125,8 +128,17 @@ if [ ! -f "$ARCHIVE" ] && [ "$uninstall" -eq 0 ] && [ "$print_ports" -eq 0 ]; th
       || echo "aio: maven could not fetch Artemis; the broker host will download it" >&2
   fi
 fi
+# Keycloak the same way (the keycloak role's offline path; without Maven the
+# Keycloak host downloads the release with its checksum instead)
+KEYCLOAK_ARCHIVE="$HOME/.m2/repository/org/keycloak/keycloak-quarkus-dist/$KEYCLOAK_VERSION/keycloak-quarkus-dist-$KEYCLOAK_VERSION.tar.gz"
+if [ ! -f "$KEYCLOAK_ARCHIVE" ] && [ "$uninstall" -eq 0 ] && [ "$print_ports" -eq 0 ] && command -v mvn >/dev/null; then
+  log "maven: fetching org.keycloak:keycloak-quarkus-dist:$KEYCLOAK_VERSION:tar.gz"
+  mvn -q dependency:get -Dartifact="org.keycloak:keycloak-quarkus-dist:$KEYCLOAK_VERSION:tar.gz" -Dtransitive=false \
+    || echo "aio: maven could not fetch Keycloak; the Keycloak host will download it" >&2
+fi
 archive_args=()
 [ -f "$ARCHIVE" ] && archive_args=(-e "broker_archive_src=$ARCHIVE")
+[ -f "$KEYCLOAK_ARCHIVE" ] && archive_args+=(-e "keycloak_archive=$KEYCLOAK_ARCHIVE")
 # the router's source (no package registry serves it): the vendor copy beside the repository
 ROUTER_ARCHIVE="$(bash scripts/router-archive.sh 2>/dev/null || true)"
 if [ -n "$ROUTER_ARCHIVE" ]; then

@@ -21,11 +21,13 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import EnmasseError
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import fmt, space_name_errors as _space_name_errors
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.plans import Catalogue
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.users import users_from_list
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.validation import (
     validate_address_space, validate_addresses)
 
 # keys of an address space in site.yml's address_spaces beyond the model's
-SITE_KEYS = ("broker_host", "port_offset", "broker_name", "java_memory", "global_max_size")
+SITE_KEYS = ("broker_host", "port_offset", "broker_name", "java_memory", "global_max_size", "users",
+             "messaging_user")
 # the space types site.yml deploys today (standard needs the router network)
 DEPLOYED_TYPES = ("brokered", "standard")
 # the broker instance of the standard spaces' pool on every broker host (playbooks/inputs.yml)
@@ -55,13 +57,31 @@ def _site_key_errors(space, where, brokers):
     return errs
 
 
-def address_spaces_errors(address_spaces, plans=None, brokers=None, routers=None):
+def _identity_errors(space, where, keycloak):
+    """``users`` (the messaging users of the space, converged in its Keycloak
+    realm: the model's rules, model/users.py) and ``messaging_user``."""
+    errs = []
+    flag = space.get("messaging_user")
+    if flag is not None and not isinstance(flag, bool):
+        errs.append("%s.messaging_user: %s must be a boolean (true: the space keeps its generated user)"
+                    % (where, fmt(flag)))
+    if "users" not in space:
+        return errs
+    if keycloak is not None and not keycloak:
+        errs.append("%s.users: messaging users live in the space's Keycloak realm: add a host to the group "
+                    "keycloak (or remove users)" % where)
+    unused, user_errs = users_from_list(space["users"] if space["users"] is not None else [], space.get("name"))
+    return errs + ["%s.%s" % (where, e) for e in user_errs]
+
+
+def address_spaces_errors(address_spaces, plans=None, brokers=None, routers=None, keycloak=None):
     """Every error in site.yml's ``address_spaces`` (empty list = valid).
 
     ``plans``: extra plans (``enmasse_plans``), merged over the default
     catalogue as the modules do. ``brokers``: the hosts of the group brokers,
     to check ``broker_host``. ``routers``: the hosts of the group routers,
-    which standard spaces need."""
+    which standard spaces need. ``keycloak``: the hosts of the group
+    keycloak, which ``users`` need."""
     if address_spaces is None:
         return []
     if not isinstance(address_spaces, list):
@@ -103,6 +123,7 @@ def address_spaces_errors(address_spaces, plans=None, brokers=None, routers=None
             errors.append("%s.name: %s is reserved (the broker instance of the standard spaces' pool)"
                           % (where, fmt(name)))
         errors.extend(_site_key_errors(space, where, brokers))
+        errors.extend(_identity_errors(space, where, keycloak))
         addresses = space.get("addresses", [])
         if addresses is None:
             addresses = []

@@ -69,8 +69,10 @@ def test_aio_print_ports_publishes_every_instance(tmp_path):
     assert r.returncode == 0, r.stdout
     ports = set(int(p) for p in r.stdout.strip().splitlines()[-1].split())
     first = {5672, 61616, 61617, 61613, 1883}
-    assert ports == first | set(p + 100 for p in first), r.stdout
+    # and Keycloak's HTTPS port (its admin console; the all-in-one's group keycloak)
+    assert ports == first | set(p + 100 for p in first) | {8443}, r.stdout
     assert 8161 not in ports and 8261 not in ports   # Jolokia is never published
+    assert 9000 not in ports                         # nor Keycloak's management port
 
 
 def test_aio_brokers_listen_where_the_inventory_says_and_advertise_reachable_endpoints(tmp_path):

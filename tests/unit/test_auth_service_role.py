@@ -135,8 +135,15 @@ def routers_play(tmp_path, address_spaces, **extra):
     routers = [p for p in site if p.get("hosts") == "routers"][0]
     variables = users_vars(tmp_path, None, **extra)
     variables.update(routers["vars"], address_spaces=address_spaces, standard_ledger_dir=str(tmp_path / "ledgers"))
+    # the play's files, relative to playbooks/ there, absolute here
+    books = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "playbooks"))
+    pre_tasks = routers.get("pre_tasks", [])
+    for task in pre_tasks:
+        if "ansible.builtin.include_tasks" in task:
+            task["ansible.builtin.include_tasks"] = os.path.join(books, task["ansible.builtin.include_tasks"])
     book = [{"hosts": "routers", "gather_facts": False, "connection": "local", "vars": variables,
-             "pre_tasks": routers.get("pre_tasks", []),
+             "vars_files": [os.path.join(books, f) for f in routers.get("vars_files", [])],
+             "pre_tasks": pre_tasks,
              "tasks": [{"name": "role", "ansible.builtin.include_role": {
                  "name": "enmasse.messaging.auth_service", "tasks_from": "users.yml"}}]}]
     (tmp_path / "site-routers.yml").write_text(json.dumps(book))

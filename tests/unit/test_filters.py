@@ -231,12 +231,35 @@ def _aio_spaces():
 
 
 def test_site_errors_accepts_the_shipped_inventories():
-    assert fm.address_spaces_errors(_aio_spaces(), brokers=["aio"], routers=["aio"]) == []
+    assert fm.address_spaces_errors(_aio_spaces(), brokers=["aio"], routers=["aio"], keycloak=["aio"]) == []
     assert "needs routers" in " ".join(fm.address_spaces_errors(_aio_spaces(), brokers=["aio"], routers=[]))
     with open(os.path.join(REPO, "inventories/multi/group_vars/all.yml")) as f:
         multi = yaml.safe_load(f)["address_spaces"]
     assert fm.address_spaces_errors(multi, brokers=["broker1.example.com", "broker2.example.com"]) == []
     assert fm.address_spaces_errors(None) == [] and fm.address_spaces_errors([]) == []
+
+
+def test_site_errors_checks_users_with_the_modules_rules_and_never_quotes_a_password():
+    spaces = [{"name": "shop", "type": "brokered", "plan": "brokered-single-broker", "messaging_user": "yes",
+               "users": [{"username": "app", "password": "s3cret-Value",
+                          "authorization": [{"addresses": ["orders/*"], "operations": ["send"]}]},
+                         {"username": "Bad User", "password": "other-s3cret"},
+                         {"username": "app", "password": "third-s3cret"},
+                         {"username": "ops", "password": "fourth-s3cret",
+                          "authorization": [{"addresses": ["*"], "operations": ["send", "delete"]}]}]}]
+    errs = fm.address_spaces_errors(spaces, brokers=["b"], keycloak=["kc"])
+    text = "\n".join(errs)
+    assert "address_spaces[0](shop).messaging_user: 'yes' must be a boolean" in text
+    assert "address_spaces[0](shop).users[3].authorization[0].operations: 'delete'" in text
+    assert "address_spaces[0](shop).users[1].username: 'Bad User'" in text
+    assert "address_spaces[0](shop).users[2].username: 'app' is already given by users[0]" in text
+    assert "s3cret" not in text
+    # users need Keycloak; a valid list with it is accepted
+    ok = [dict(spaces[0], messaging_user=True, users=spaces[0]["users"][:1])]
+    ok[0]["users"] = [{"username": "app", "password": "x", "authorization": [{"addresses": ["orders/*"],
+                                                                             "operations": ["send"]}]}]
+    assert fm.address_spaces_errors(ok, brokers=["b"], keycloak=["kc"]) == []
+    assert "add a host to the group keycloak" in " ".join(fm.address_spaces_errors(ok, brokers=["b"], keycloak=[]))
 
 
 @pytest.mark.parametrize("mutate,expect", [

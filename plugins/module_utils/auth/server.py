@@ -391,15 +391,24 @@ def ssl_context(config):
     return context
 
 
+class StartError(Exception):
+    """The service cannot start for a reason other than its port."""
+
+
 async def serve(config, config_path=None, overrides=None, ready=None):
     """Run until SIGTERM/SIGINT. SIGHUP re-reads the config file (users_dir,
     default_realm, log_level, handshake_timeout take effect; the command
     line still wins),
     forgets the cached users files and loads the TLS certificate and key
     again from their paths (renewed certificates, no restart)."""
-    server = AuthServer(make_backend(config), config["default_realm"], config["container_id"],
+    try:
+        backend = make_backend(config)
+        context = ssl_context(config)
+    except (OSError, ssl.SSLError) as exc:
+        # a TLS or CA file the service cannot read: say so, not "cannot listen"
+        raise StartError("cannot read the configuration's files: %s" % exc)
+    server = AuthServer(backend, config["default_realm"], config["container_id"],
                         config["handshake_timeout"], config["workers"])
-    context = ssl_context(config)
     await server.start(config["listen_host"], config["listen_port"], context)
     LOG.info("listening on %s:%s%s, %s", config["listen_host"], ",".join(str(p) for p in server.ports()),
              " (TLS)" if config["tls_cert"] else "", describe_backend(config))
@@ -486,6 +495,9 @@ def main(argv=None):
         LOG.warning("users_dir %s does not exist (yet): every client is refused until it does", config["users_dir"])
     try:
         asyncio.run(serve(config, args.config, overrides))
+    except StartError as exc:
+        LOG.error("%s", exc)
+        return 1
     except OSError as exc:
         LOG.error("cannot listen on %s:%s: %s", config["listen_host"], config["listen_port"], exc)
         return 1
