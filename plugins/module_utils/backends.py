@@ -137,12 +137,24 @@ def run(operation, request):
         if errors:
             raise ValidationError(errors)
         backend = host_backend(request, operation)
-    errors = errors or backend.check(request, operation)
+    errors = errors or backend.check(request, operation) or keycloak_options_errors(request, operation, backend)
     if errors:
         raise ValidationError(errors)
     realm = space_realm(request, operation, backend)
     result = getattr(backend, operation)(request)
     return shape(realm.after(request, result) if realm else result)
+
+
+def keycloak_options_errors(request, operation, backend):
+    """messaging_user(_info) with backend: kubernetes: the Keycloak options
+    mean nothing (the users are MessagingUser objects in the namespace)."""
+    if backend.name != "kubernetes" or not operation.startswith("messaging_user"):
+        return []
+    from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_ARGS
+    p = request.params
+    given = sorted(k for k in KEYCLOAK_ARGS if p.get(k) not in (None, KEYCLOAK_ARGS[k].get("default")))
+    return ["%s: only used with backend: hosts (with backend: kubernetes the users are MessagingUser objects in "
+            "the namespace)" % ", ".join(given)] if given else []
 
 
 def space_realm(request, operation, backend):

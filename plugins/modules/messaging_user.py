@@ -163,11 +163,12 @@ errors:
 '''
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import backends, runner
-from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_ARGS
+from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_OPTIONAL_ARGS
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_APPLY_ARGS
 
 RAW = dict(type="raw")
 OPTIONS = dict(
-    KEYCLOAK_ARGS,
+    KEYCLOAK_OPTIONAL_ARGS,
     address_space=dict(type="raw", required=True),
     username=RAW,
     password=dict(type="str", no_log=True),
@@ -180,6 +181,9 @@ OPTIONS = dict(
     update_password=dict(type="str", choices=["always", "on_create"], default="always", no_log=False),
     state=dict(type="str", choices=["present", "absent"], default="present"),
 )
+OPTIONS.update(KUBERNETES_APPLY_ARGS)
+# the host backends keep the users in Keycloak; backend: kubernetes refuses these options
+REQUIRED_IF = [("backend", "hosts", ("keycloak_url", "keycloak_admin_password"))]
 FORMS = ("username", "definition", "users")
 FIELDS = ("password", "authentication", "authorization", "enabled")
 MUTUALLY_EXCLUSIVE = ([(a, b) for i, a in enumerate(FORMS) for b in FORMS[i + 1:]]
@@ -192,7 +196,7 @@ def converge(module):
 
 def main():
     runner.main(OPTIONS, converge, connection=False, mutually_exclusive=MUTUALLY_EXCLUSIVE,
-                required_one_of=[FORMS], required_by=dict((f, "username") for f in FIELDS))
+                required_one_of=[FORMS], required_by=dict((f, "username") for f in FIELDS), required_if=REQUIRED_IF)
 
 
 if __name__ == "__main__":

@@ -60,13 +60,16 @@ users:
 '''
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import backends, runner
-from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_ARGS
+from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_OPTIONAL_ARGS
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_ARGS
 
 OPTIONS = dict(
-    KEYCLOAK_ARGS,
+    KEYCLOAK_OPTIONAL_ARGS,
     address_space=dict(type="raw", required=True),
     usernames=dict(type="list", elements="raw"),
 )
+OPTIONS.update(KUBERNETES_ARGS)
+REQUIRED_IF = [("backend", "hosts", ("keycloak_url", "keycloak_admin_password"))]
 
 
 def info(module):
@@ -74,7 +77,7 @@ def info(module):
 
 
 def main():
-    runner.main(OPTIONS, info, connection=False)
+    runner.main(OPTIONS, info, connection=False, required_if=REQUIRED_IF)
 
 
 if __name__ == "__main__":
