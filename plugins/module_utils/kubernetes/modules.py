@@ -166,7 +166,7 @@ class KubernetesBackend(Backend):
         space, users, errors = user_inputs(p)
         if not errors and p.get("prune") and p.get("users") is None and p.get("definition") is None:
             errors = ["prune: true needs the bulk form (users or a MessagingUserList definition)"]
-        errors = errors or _users.kubernetes_errors(space, users)
+        errors = errors + _users.kubernetes_errors(space, users)  # every violation at once
         if errors:
             raise ValidationError(errors)
         client = client_for(request)
