@@ -189,3 +189,20 @@ def test_conflict_with_another_manager_and_wait_for_the_operator(space):
     space.operator_status("MessagingUser", "shop.app1", {"phase": "Active", "generation": 1})
     r = users(space, users=[APP1], wait=True, wait_timeout=5)
     assert not r.failed and not r.changed and r["users"][0]["status"]["phase"] == "Active", r
+
+
+def test_a_verbose_playbook_run_with_diff_shows_no_password(space):
+    """ansible-playbook -vvvv with diff, a change of password and a check-mode
+    run: the module's arguments, result and diff go through the callback;
+    no password, plain or base64, is in the output."""
+    from conftest import run_playbook
+    task = {"enmasse.messaging.messaging_user": dict(space.args(), address_space="shop", users=[APP1, MONITOR]),
+            "diff": True}
+    changed = {"enmasse.messaging.messaging_user": dict(space.args(), address_space="shop",
+                                                        users=[dict(APP1, password=PW3), MONITOR]), "diff": True}
+    rc, out = run_playbook([dict(task, name="create"), dict(changed, name="change", check_mode=True),
+                            dict(changed, name="change")], env={"ANSIBLE_VERBOSITY": "4"})
+    assert rc == 0 and "(hidden, changed)" in out and "changed=3" in out, out[-4000:]
+    for secret in SECRETS:
+        assert secret not in out, "%s... in the output" % secret[:4]
+    assert objects(space)["shop.app1"]["spec"]["authentication"]["password"] == b64(PW3)
