@@ -241,8 +241,8 @@ def converge(client, space, users, prune=False, update_password="always", force_
               "warnings": warnings}
     if wait and not check_mode:
         now = _wait(client, space, users, changes["deleted"], wait_timeout, result)
-    result["users"] = [view(now[u["username"]]) if u["username"] in now else {"username": u["username"],
-                                                                                  "state": "absent"} for u in users]
+    result["users"] = [view(now[u["username"]]) if u["username"] in now else
+                       {"username": u["username"], "state": "absent"} for u in users]
     return result
 
 
@@ -253,19 +253,27 @@ def _wait(client, space, users, deleted, timeout, result):
 
     def pending_of():
         seen = space_users(client, space)
-        pending = dict((n, seen.get(n)) for n in wanted if ((seen.get(n) or {}).get("status") or {}).get("phase")
-                       != ACTIVE)
+        pending = dict((n, seen.get(n)) for n in wanted if _status(seen.get(n)).get("phase") != ACTIVE)
         pending.update((n, seen[n]) for n in deleted if n in seen)
         return pending, seen
     pending, seen = _service.wait_until(client, timeout, pending_of, "messaging user")
     if pending:
-        raise ServiceError(["user %r: not ready after %ss (%s)" % (
-            n, timeout, "still there" if n in deleted else "it does not exist" if pending[n] is None else
-            "phase %s%s" % (((pending[n].get("status") or {}).get("phase")),
-                            ": " + pending[n]["status"]["message"] if (pending[n].get("status") or {}).get("message")
-                            else ""))
-            for n in sorted(pending)], result=result)
+        raise ServiceError(["user %r: not ready after %ss (%s)" % (n, timeout, _not_ready(n, pending[n], deleted))
+                            for n in sorted(pending)], result=result)
     return seen
+
+
+def _status(obj):
+    return (obj or {}).get("status") or {}
+
+
+def _not_ready(name, obj, deleted):
+    if name in deleted:
+        return "still there"
+    if obj is None:
+        return "it does not exist"
+    st = _status(obj)
+    return "phase %s%s" % (st.get("phase"), ": " + st["message"] if st.get("message") else "")
 
 
 def info(client, space, usernames=None):
