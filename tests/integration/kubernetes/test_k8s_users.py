@@ -206,3 +206,19 @@ def test_a_verbose_playbook_run_with_diff_shows_no_password(space):
     for secret in SECRETS:
         assert secret not in out, "%s... in the output" % secret[:4]
     assert objects(space)["shop.app1"]["spec"]["authentication"]["password"] == b64(PW3)
+
+
+def test_users_go_with_their_address_space(space):
+    """address_space state=absent deletes the space's own MessagingUsers (as
+    EnMasse's finalizer does) and leaves the others, named."""
+    assert users(space, users=[APP1, MONITOR]).changed
+    space.create_as("kubectl", dict(MONITOR, metadata={"name": "shop.hand"},
+                                    spec=dict(MONITOR["spec"], username="hand")))
+    chk = space.run("address_space", check_mode=True, name="shop", state="absent")
+    assert chk.changed and chk["changes"]["deleted_users"] == ["app1", "monitor"], chk
+    assert sorted(objects(space)) == ["shop.app1", "shop.hand", "shop.monitor"]
+    r = space.run("address_space", name="shop", state="absent")
+    assert not r.failed and r["changes"]["deleted_users"] == ["app1", "monitor"], r
+    assert "shop" not in space.list("AddressSpace") and sorted(objects(space)) == ["shop.hand"]
+    assert "MessagingUser object(s) not made by this collection are left" in str(r["warnings"]) and \
+        "hand" in str(r["warnings"]), r
