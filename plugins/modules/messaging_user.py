@@ -40,10 +40,10 @@ author:
   - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.keycloak
-  - enmasse.messaging.kubernetes
-  - enmasse.messaging.kubernetes.apply
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.converge
+  - enmasse.messaging.kubernetes
+  - enmasse.messaging.kubernetes.apply
 attributes:
   diff_mode:
     details: Before and after are keyed by user name and hold only the changed users; passwords are shown as
@@ -227,8 +227,6 @@ OPTIONS = dict(
     state=dict(type="str", choices=["present", "absent"], default="present"),
 )
 OPTIONS.update(KUBERNETES_APPLY_ARGS)
-# the host backends keep the users in Keycloak; backend: kubernetes refuses these options
-REQUIRED_IF = [("backend", "hosts", ("keycloak_url", "keycloak_admin_password"))]
 FORMS = ("username", "definition", "users")
 FIELDS = ("password", "authentication", "authorization", "enabled")
 MUTUALLY_EXCLUSIVE = ([(a, b) for i, a in enumerate(FORMS) for b in FORMS[i + 1:]]
@@ -241,7 +239,7 @@ def converge(module):
 
 def main():
     runner.main(OPTIONS, converge, connection=False, mutually_exclusive=MUTUALLY_EXCLUSIVE,
-                required_one_of=[FORMS], required_by=dict((f, "username") for f in FIELDS), required_if=REQUIRED_IF)
+                required_one_of=[FORMS], required_by=dict((f, "username") for f in FIELDS))
 
 
 if __name__ == "__main__":

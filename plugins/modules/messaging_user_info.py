@@ -21,9 +21,9 @@ author:
   - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.keycloak
-  - enmasse.messaging.kubernetes
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.info_module
+  - enmasse.messaging.kubernetes
 options:
   keycloak_url:
     description:
@@ -93,7 +93,6 @@ OPTIONS = dict(
     usernames=dict(type="list", elements="raw"),
 )
 OPTIONS.update(KUBERNETES_ARGS)
-REQUIRED_IF = [("backend", "hosts", ("keycloak_url", "keycloak_admin_password"))]
 
 
 def info(module):
@@ -101,7 +100,7 @@ def info(module):
 
 
 def main():
-    runner.main(OPTIONS, info, connection=False, required_if=REQUIRED_IF)
+    runner.main(OPTIONS, info, connection=False)
 
 
 if __name__ == "__main__":

@@ -191,3 +191,23 @@ def test_backend_refuses_bad_input_before_the_cluster_and_hides_every_form_of_th
         k8s_modules.KubernetesBackend().messaging_user(request)
     assert "username: 'a_b' must be a Kubernetes name" in str(e.value.errors)
     assert PW in hidden and b64(PW) in hidden
+
+
+def test_keycloak_options_are_for_the_host_backends_only():
+    from ansible_collections.enmasse.messaging.plugins.module_utils import backends
+
+    class Named(object):
+        def __init__(self, name):
+            self.name = name
+    hosts, kube = Named("artemis"), Named("kubernetes")
+    assert backends.keycloak_options_errors(Request({}), "messaging_user", hosts) == [
+        "keycloak_url, keycloak_admin_password: required with backend: hosts (the users are in the address space's "
+        "Keycloak realm)"]
+    assert backends.keycloak_options_errors(Request({"keycloak_url": "https://kc", "keycloak_admin_password": "a"}),
+                                            "messaging_user_info", hosts) == []
+    assert backends.keycloak_options_errors(Request({}), "address", hosts) == []
+    errs = backends.keycloak_options_errors(Request({"keycloak_url": "https://kc", "keycloak_admin_user": "admin",
+                                                     "keycloak_timeout": 30}), "messaging_user", kube)
+    assert errs == ["keycloak_url: only used with backend: hosts (with backend: kubernetes the users are "
+                    "MessagingUser objects in the namespace)"]
+    assert backends.keycloak_options_errors(Request({"keycloak_admin_user": "admin"}), "messaging_user", kube) == []
