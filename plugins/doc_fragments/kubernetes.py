@@ -17,7 +17,8 @@ options:
       - Where the module works. V(hosts) (the default) drives the brokers and routers on hosts through their
         management APIs (the connection options above).
       - V(kubernetes) manages EnMasse custom resources (C(enmasse.io/v1beta1) C(AddressSpace) and C(Address),
-        C(admin.enmasse.io/v1beta2) C(AddressPlan) and C(AddressSpacePlan)) in O(namespace) of a Kubernetes or
+        C(admin.enmasse.io/v1beta2) C(AddressPlan) and C(AddressSpacePlan), C(user.enmasse.io/v1beta1)
+        C(MessagingUser)) in O(namespace) of a Kubernetes or
         OpenShift cluster, with server-side apply (field manager C(enmasse.messaging)); an EnMasse-compatible
         operator does the rest. The same inputs are accepted and refused with the same messages, before the
         cluster is contacted. See the collection's docs/kubernetes.md.

@@ -137,12 +137,29 @@ def run(operation, request):
         if errors:
             raise ValidationError(errors)
         backend = host_backend(request, operation)
-    errors = errors or backend.check(request, operation)
+    errors = errors or backend.check(request, operation) or keycloak_options_errors(request, operation, backend)
     if errors:
         raise ValidationError(errors)
     realm = space_realm(request, operation, backend)
     result = getattr(backend, operation)(request)
     return shape(realm.after(request, result) if realm else result)
+
+
+def keycloak_options_errors(request, operation, backend):
+    """messaging_user(_info): the host backends need the Keycloak options
+    (the users are in the space's realm); with backend: kubernetes they mean
+    nothing (the users are MessagingUser objects in the namespace)."""
+    if not operation.startswith("messaging_user"):
+        return []
+    from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_ARGS
+    p = request.params
+    if backend.name != "kubernetes":
+        missing = [k for k in ("keycloak_url", "keycloak_admin_password") if p.get(k) in (None, "")]
+        return ["%s: required with backend: hosts (the users are in the address space's Keycloak realm)"
+                % ", ".join(missing)] if missing else []
+    given = sorted(k for k in KEYCLOAK_ARGS if p.get(k) not in (None, KEYCLOAK_ARGS[k].get("default")))
+    return ["%s: only used with backend: hosts (with backend: kubernetes the users are MessagingUser objects in "
+            "the namespace)" % ", ".join(given)] if given else []
 
 
 def space_realm(request, operation, backend):

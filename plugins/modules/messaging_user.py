@@ -9,7 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r'''
 module: messaging_user
-short_description: Manage the messaging users of an address space (EnMasse MessagingUser) in its Keycloak realm
+short_description: Manage the messaging users of an address space (EnMasse MessagingUser) in Keycloak or on a cluster
 version_added: "0.1.0"
 description:
   - Converges the messaging users of an address space, C(standard) or C(brokered), to the given data. Users live in
@@ -26,20 +26,43 @@ description:
     of the password the module set (attribute C(enmasse.messaging.password), readable by realm administrators
     only); the password is set again when the given one does not match that hash, or when there is none (a user
     made by hand). The diff shows C((hidden, changed)), never a password.
+  - With O(backend=kubernetes) the users are EnMasse C(user.enmasse.io/v1beta1) C(MessagingUser) objects in
+    O(namespace) (named C(<address space>.<username>), the password base64-encoded in
+    C(spec.authentication.password) as EnMasse keeps it), applied with server-side apply like the other kinds
+    (docs/kubernetes.md); no Keycloak option is used. The same model validates the input, plus two rules of the
+    cluster - C(<address space>.<username>) must be a Kubernetes object name (no C(_ @ :)) and O(enabled=false)
+    is refused (EnMasse's MessagingUser has no such field). The address space's C(AddressSpace) object must exist.
+    Ownership is the label C(app.kubernetes.io/managed-by=enmasse.messaging) and the field manager; prune and
+    O(state=absent) delete owned objects only. The stored password is compared by value and never shown;
+    O(update_password=on_create) keeps the stored password of an existing object. Check mode is a server dry
+    run. See docs/identity.md.
 author:
   - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.keycloak
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.converge
+  - enmasse.messaging.kubernetes
+  - enmasse.messaging.kubernetes.apply
 attributes:
   diff_mode:
     details: Before and after are keyed by user name and hold only the changed users; passwords are shown as
       C((hidden)) or C((hidden, changed)).
 options:
+  keycloak_url:
+    description:
+      - Host backends (required with O(backend=hosts), refused with O(backend=kubernetes)). Base URL of Keycloak
+        (the Quarkus distribution, no C(/auth) path), for example C(https://keycloak.example.com:8443).
+    type: str
+    required: false
+  keycloak_admin_password:
+    description:
+      - Host backends (required with O(backend=hosts)). Password of O(keycloak_admin_user). Never logged.
+    type: str
+    required: false
   address_space:
     description:
-      - The address space (its realm has the same name).
+      - The address space (its realm has the same name; with O(backend=kubernetes) its C(AddressSpace) object).
     type: raw
     required: true
   username:
@@ -83,13 +106,16 @@ options:
     elements: dict
   prune:
     description:
-      - Bulk form. Delete the owned users of the realm that are not listed. Users not owned are never deleted.
+      - Bulk form. Delete the owned users of the realm (with O(backend=kubernetes) the owned C(MessagingUser)
+        objects named C(<address space>.*)) that are not listed. Users not owned are never deleted.
     type: bool
     default: false
   update_password:
     description:
-      - V(always) sets the password when it differs from the one the module set last (see the description),
-        V(on_create) only when the user is created.
+      - V(always) sets the password when it differs from the one the module set last (see the description;
+        with O(backend=kubernetes) when it differs from the object's C(spec.authentication.password)),
+        V(on_create) only when the user is created (with O(backend=kubernetes) also when the object has no
+        password, with a warning).
     type: str
     choices: [always, on_create]
     default: always
@@ -132,11 +158,23 @@ EXAMPLES = r'''
           username: monitor
           authentication: {type: password, password: "{{ vault_monitor_password | b64encode }}"}
           authorization: [{operations: [view]}]
+
+- name: Users as MessagingUser objects on a cluster (no Keycloak option)
+  enmasse.messaging.messaging_user:
+    backend: kubernetes
+    namespace: messaging
+    address_space: myspace
+    prune: true
+    users:
+      - {username: app1, password: "{{ vault_app1_password }}", authorization: [{addresses: ["*"], operations: [send]}]}
 '''
 
 RETURN = r'''
 users:
-  description: The users named in the task, as they are after the task (or would be, in check mode); no password.
+  description:
+    - The users named in the task, as they are after the task (or would be, in check mode); no password.
+    - With O(backend=kubernetes) each has C(name) (the object), C(authentication) (its type only) and C(status)
+      (C(phase), C(message) as the operator reports them) instead of C(groups).
   returned: always
   type: list
   elements: dict
@@ -146,6 +184,13 @@ users:
       owned: true
       authorization: [{addresses: ["orders/*"], operations: [send]}]
       groups: ["send_orders%2F%2A"]
+    - username: app2
+      name: myspace.app2
+      enabled: true
+      owned: true
+      authentication: {type: password}
+      authorization: [{addresses: ["*"], operations: [send]}]
+      status: {phase: Active, message: null}
 changes:
   description: Names of the users created, updated and deleted (or that would be, in check mode).
   returned: always
@@ -163,11 +208,12 @@ errors:
 '''
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import backends, runner
-from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_ARGS
+from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_OPTIONAL_ARGS
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_APPLY_ARGS
 
 RAW = dict(type="raw")
 OPTIONS = dict(
-    KEYCLOAK_ARGS,
+    KEYCLOAK_OPTIONAL_ARGS,
     address_space=dict(type="raw", required=True),
     username=RAW,
     password=dict(type="str", no_log=True),
@@ -180,6 +226,7 @@ OPTIONS = dict(
     update_password=dict(type="str", choices=["always", "on_create"], default="always", no_log=False),
     state=dict(type="str", choices=["present", "absent"], default="present"),
 )
+OPTIONS.update(KUBERNETES_APPLY_ARGS)
 FORMS = ("username", "definition", "users")
 FIELDS = ("password", "authentication", "authorization", "enabled")
 MUTUALLY_EXCLUSIVE = ([(a, b) for i, a in enumerate(FORMS) for b in FORMS[i + 1:]]

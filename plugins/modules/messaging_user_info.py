@@ -9,19 +9,33 @@ __metaclass__ = type
 
 DOCUMENTATION = r'''
 module: messaging_user_info
-short_description: List the messaging users of an address space as they are in its Keycloak realm
+short_description: List the messaging users of an address space (Keycloak realm or MessagingUser objects)
 version_added: "0.1.0"
 description:
   - Reads the users of the address space's Keycloak realm with their group memberships and returns each with
     the authorization those groups stand for (EnMasse's encoding), whether it is enabled and whether the
     collection owns it. Never a password or a password hash.
+  - With O(backend=kubernetes) reads the C(MessagingUser) objects named C(<address space>.*) in O(namespace)
+    instead (no Keycloak option is used); their stored passwords are never returned.
 author:
   - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.keycloak
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.info_module
+  - enmasse.messaging.kubernetes
 options:
+  keycloak_url:
+    description:
+      - Host backends (required with O(backend=hosts), refused with O(backend=kubernetes)). Base URL of Keycloak
+        (the Quarkus distribution, no C(/auth) path), for example C(https://keycloak.example.com:8443).
+    type: str
+    required: false
+  keycloak_admin_password:
+    description:
+      - Host backends (required with O(backend=hosts)). Password of O(keycloak_admin_user). Never logged.
+    type: str
+    required: false
   address_space:
     description:
       - The address space (its realm has the same name).
@@ -43,11 +57,21 @@ EXAMPLES = r'''
     keycloak_admin_password: "{{ vault_keycloak_admin_password }}"
     address_space: myspace
   register: users
+
+- name: The MessagingUser objects of myspace on a cluster
+  enmasse.messaging.messaging_user_info:
+    backend: kubernetes
+    namespace: messaging
+    address_space: myspace
+  register: users
 '''
 
 RETURN = r'''
 users:
-  description: The users, sorted by name (in the order of O(usernames) when given).
+  description:
+    - The users, sorted by name (in the order of O(usernames) when given).
+    - With O(backend=kubernetes) each has C(name) (the object), C(authentication) (its type only) and C(status)
+      (C(phase), C(message)) instead of C(groups).
   returned: always
   type: list
   elements: dict
@@ -60,13 +84,15 @@ users:
 '''
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import backends, runner
-from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_ARGS
+from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_OPTIONAL_ARGS
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_ARGS
 
 OPTIONS = dict(
-    KEYCLOAK_ARGS,
+    KEYCLOAK_OPTIONAL_ARGS,
     address_space=dict(type="raw", required=True),
     usernames=dict(type="list", elements="raw"),
 )
+OPTIONS.update(KUBERNETES_ARGS)
 
 
 def info(module):

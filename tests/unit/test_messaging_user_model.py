@@ -52,7 +52,7 @@ def test_a_user_list_document_stands_for_its_items():
     ({"username": "a", "password": ""}, "users[0].password: the password must be a non-empty string"),
     ({"username": "a", "password": "x", "enabled": "yes"}, "users[0].enabled: 'yes' must be a boolean"),
     ({"username": "a", "authentication": {"type": "serviceaccount"}},
-     "users[0].authentication.type: 'serviceaccount' is not supported by the host backends"),
+     "users[0].authentication.type: 'serviceaccount' is not supported by messaging_user"),
     ({"username": "a", "authentication": {"type": "federated"}},
      "users[0].authentication.type: 'federated' is not supported"),
     ({"username": "a", "password": "x", "authorization": [{"addresses": ["a*b"], "operations": ["send"]}]},

@@ -2,8 +2,8 @@
 # Copyright: enmasse.messaging contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The entry points for ``backend: kubernetes``: ``selected(params)``, the
-``KubernetesBackend`` of ``module_utils/backends.py`` (address spaces and
-addresses), and the plan modules' ``plans(kind)`` / ``plan_info(kind)``.
+``KubernetesBackend`` of ``module_utils/backends.py`` (address spaces,
+addresses, messaging users), and the plan modules' ``plans(kind)`` / ``plan_info(kind)``.
 
 Every input is read and checked by the same code as on hosts
 (``backends.prepare``, ``model/inputs.py``, in the same order, with the same
@@ -22,10 +22,13 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.errors import Co
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import connection as _connection
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import plans as _plans
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import service as _service
+from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes import users as _users
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import APPLY_KEYS, CONNECTION_KEYS
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.client import (
     FIELD_MANAGER, MANAGED_BY, KubeClient)
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import space_input
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import username_errors
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.users import secrets_of, user_inputs
 
 # the hosts backend's options that mean nothing on a cluster (timeout does:
 # the timeout of one API request)
@@ -50,6 +53,13 @@ def _host_options_errors(params):
         return ["%s: hosts backend option(s), not used with backend: kubernetes (the cluster is given by "
                 "kubeconfig, context, host, api_key, ... and namespace)" % ", ".join(given)]
     return []
+
+
+def user_secrets(params):
+    """Every password of the task as given and base64-encoded (as the
+    objects carry it), to be masked in the output."""
+    found = secrets_of(params)
+    return found + [_users.encode(s) for s in found]
 
 
 def _documents(params, bulk_key):
@@ -149,10 +159,33 @@ class KubernetesBackend(Backend):
         return {"changed": False, "address_space": _service.space_info(client_for(request), request.params["name"])}
 
     def messaging_user(self, request):
-        raise ConfigError("backend: kubernetes is not implemented for messaging users yet (MessagingUser objects "
-                          "on a cluster); the host backends keep them in Keycloak (docs/identity.md)")
+        """MessagingUser objects (kubernetes/users.py); the users are read and
+        checked by the host backends' model (model/users.py) first."""
+        p = request.params
+        request.hide(user_secrets(p))
+        space, users, errors = user_inputs(p)
+        if not errors and p.get("prune") and p.get("users") is None and p.get("definition") is None:
+            errors = ["prune: true needs the bulk form (users or a MessagingUserList definition)"]
+        errors = errors + _users.kubernetes_errors(space, users)  # every violation at once
+        if errors:
+            raise ValidationError(errors)
+        client = client_for(request)
+        result = _with_warnings(_users.converge(
+            client, space, users, prune=bool(p.get("prune")),
+            update_password=p.get("update_password") or "always", force_conflicts=p["force_conflicts"],
+            check_mode=request.check_mode, wait=p["wait"], wait_timeout=p["wait_timeout"]),
+            metadata_warnings(p, "users", client.namespace))
+        if not request.diff:
+            result.pop("diff", None)
+        return result
 
-    messaging_user_info = messaging_user
+    def messaging_user_info(self, request):
+        p = request.params
+        names = p.get("usernames") or []
+        errors = [e for i, n in enumerate(names) for e in username_errors(n, "usernames[%d]" % i)]
+        if errors:
+            raise ValidationError(errors)
+        return _users.info(client_for(request), p["address_space"], names)
 
 
 def plans(kind):

@@ -379,9 +379,9 @@ def converge_space(client, desired, force_conflicts=False, check_mode=False, wai
 
 
 def delete_space(client, name, force=False, check_mode=False, wait=False, wait_timeout=120):
-    """state=absent: the collection's Address objects of the space, then the
-    AddressSpace object, when the collection made it. Addresses holding
-    messages need ``force`` (as on hosts)."""
+    """state=absent: the collection's Address and MessagingUser objects of the
+    space, then the AddressSpace object, when the collection made it.
+    Addresses holding messages need ``force`` (as on hosts)."""
     obj = client.get("AddressSpace", name)
     if obj is None:
         return {"changed": False, "diff": {"before": {}, "after": {}}, "address_space": space_result(name, None),
@@ -401,6 +401,7 @@ def delete_space(client, name, force=False, check_mode=False, wait=False, wait_t
     if failures:
         raise KubeError(_apply.error_messages(failures, dict((n, "address(%s)" % n) for n in names)),
                         result={"changed": bool(removed), "changes": {"deleted": sorted(removed)}})
+    users, user_warnings = delete_space_users(client, name, check_mode)
     client.delete("AddressSpace", name, obj["metadata"].get("uid"), dry_run=check_mode)
     if wait and not check_mode:
         def pending_of():
@@ -409,13 +410,13 @@ def delete_space(client, name, force=False, check_mode=False, wait=False, wait_t
         pending, unused = wait_until(client, wait_timeout, pending_of, "address space")
         if pending:
             raise ServiceError(["address space %r: still there after %ss (finalizers?)" % (name, wait_timeout)])
-    warnings = []
+    warnings = user_warnings
     others = sorted(set(n for n in live if n not in mine) | set(dups))
     if others:
         warnings.append("address space %r deleted; %d address(es) not made by this collection are left for their "
                         "owner (or the operator) to remove: %s" % (name, len(others), ", ".join(others[:SHOWN])))
     before = _objects.plain_space(obj)
-    result = {"changed": True, "changes": {"deleted": names},
+    result = {"changed": True, "changes": {"deleted": names, "deleted_users": users},
               "diff": {"before": dict(before, addresses=names), "after": {}},
               "address_space": dict(space_result(name, None), status={
                   "ready": False, "phase": PHASE_DELETED, "messages": [], "message_count": None, "owned": True,
@@ -424,6 +425,29 @@ def delete_space(client, name, force=False, check_mode=False, wait=False, wait_t
     if warnings:
         result["warnings"] = warnings
     return result
+
+
+def delete_space_users(client, name, check_mode=False):
+    """The collection's MessagingUser objects of the space (``<space>.*``)
+    go with it, as EnMasse's finalizer deletes a space's users; others are
+    left and named. (deleted user names, warnings); nothing when the cluster
+    does not serve the kind."""
+    try:
+        items, unused = client.list("MessagingUser")
+    except KubeError as e:
+        if e.status == 404:
+            return [], []
+        raise
+    prefix = name + "."
+    objs = dict((o["metadata"]["name"][len(prefix):], o) for o in items if o["metadata"]["name"].startswith(prefix))
+    mine = sorted(n for n, o in objs.items() if _objects.owned(o))
+    removed, failures = _apply.delete_all(client, "MessagingUser", [(n, objs[n]) for n in mine], dry_run=check_mode)
+    if failures:
+        raise KubeError(_apply.error_messages(failures, dict((n, "messaging user(%s)" % n) for n in mine)))
+    others = sorted(n for n in objs if n not in mine)
+    warnings = ["address space %r: %d MessagingUser object(s) not made by this collection are left for their owner "
+                "(or the operator) to remove: %s" % (name, len(others), ", ".join(others[:SHOWN]))] if others else []
+    return sorted(n for n in removed if removed[n]), warnings
 
 
 def space_info(client, name):

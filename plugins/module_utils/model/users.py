@@ -35,7 +35,7 @@ AUTH_TYPES = ("password",)
 ENMASSE_AUTH_TYPES = ("password", "serviceaccount", "federated")
 REFUSED_AUTH_TYPES = {
     "serviceaccount": "service accounts are Kubernetes tokens; the host backends have no Kubernetes API "
-                      "to check them against",
+                      "to check them against, and with backend: kubernetes the collection manages password users only",
     "federated": "federated users come from an identity provider configured in the realm by hand; the "
                  "collection does not manage identity providers",
 }
@@ -133,10 +133,10 @@ def authentication_errors(authentication, field="authentication"):
         return ["%s: %s must be a mapping {type: password, password: ...}" % (field, fmt(type(authentication).__name__))]
     kind = authentication.get("type", "password")
     if kind in REFUSED_AUTH_TYPES:
-        return ["%s.type: %s is not supported by the host backends (%s); use type: password"
+        return ["%s.type: %s is not supported by messaging_user (%s); use type: password"
                 % (field, fmt(kind), REFUSED_AUTH_TYPES[kind])]
     if kind not in AUTH_TYPES:
-        return ["%s.type: %s must be one of %s (EnMasse's %s; the host backends support %s)"
+        return ["%s.type: %s must be one of %s (EnMasse's %s; messaging_user supports %s)"
                 % (field, fmt(kind), ", ".join(AUTH_TYPES), ", ".join(ENMASSE_AUTH_TYPES), ", ".join(AUTH_TYPES))]
     unknown = sorted(k for k in authentication if k not in ("type", "password"))
     errs = ["%s: unknown keys %s (allowed: type, password)" % (field, ", ".join(map(str, unknown)))] if unknown else []

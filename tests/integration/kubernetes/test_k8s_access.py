@@ -55,6 +55,11 @@ def test_service_account_token_with_the_roles_rbac(kube):
     r = helpers.run_module("address", dict(args, address_space="sa-space", address="q", type="queue",
                                            plan="brokered-queue"))
     assert not r.failed and r.changed, r
+    # messaging users too (the ClusterRole lists messagingusers)
+    r = helpers.run_module("messaging_user", dict(args, address_space="sa-space", username="sa-user", password="pw-1"))
+    assert not r.failed and r.changed, r
+    r = helpers.run_module("messaging_user_info", dict(args, address_space="sa-space"))
+    assert not r.failed and [u["username"] for u in r["users"]] == ["sa-user"], r
     # the same token elsewhere: the RoleBinding is only in the role's namespace
     r = helpers.run_module("address_space_info", dict(args, name="sa-space", namespace="default"))
     assert r.failed and "forbidden" in r.msg.lower() and "enmasse-messaging-manager" in r.msg, r
