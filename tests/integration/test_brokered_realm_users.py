@@ -16,6 +16,7 @@ Space ``bra`` (broker A), users converged with ``messaging_user``:
 space ``brb`` (broker B): carol, send/recv ``*``.
 Addresses of ``bra``: the queues orders/eu, ordersx, audit.
 """
+import os
 import time
 import uuid
 
@@ -156,6 +157,12 @@ def test_positive_cases_and_the_space_s_own_user(spaces):
         conn.close()
     assert attempt(a, "frank", PW["frank"], "recv", "ordersx") is None  # '*' grants every address
     assert attempt(b, "carol", PW["carol"], "send", "orders/eu") is None
+    # Artemis' own salted hash (plaintext=false) in the realm users' file, never a password
+    with open(os.path.join(a.broker.instance, "etc", "artemis-realm-users.properties")) as f:
+        stored = dict(line.split("=", 1) for line in f.read().splitlines() if "=" in line and not line.startswith("#"))
+    assert sorted(k.strip() for k in stored) == ["alice", "bob", "erin", "frank"]
+    assert all(v.strip().startswith("ENC(") for v in stored.values()), stored
+    assert not any(pw in "".join(stored.values()) for pw in PW.values())
     # the space's own (operator) user keeps every address
     assert attempt(a, a.broker.messaging_user, a.broker.messaging_password, "send", "ordersx") is None
 
