@@ -27,6 +27,7 @@ import json
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.args import CONNECTION_ARGS
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import security as _sec
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import service as _service
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.client import broker_mbean
 from ansible_collections.enmasse.messaging.plugins.module_utils.connection import (
     connection_file_path, read_connection_file)
@@ -154,8 +155,9 @@ class BrokerUsers(object):
         """Before and after of the broker's users and settings (no secret)."""
         after_users = _sec.users_after(self.live, self.steps)
         names = sorted(set(s["username"] for s in self.steps))
-        realm_only = lambda perms: dict((p, [r for r in (perms or {}).get(p, []) if _sec.is_realm_role(r)])
-                                        for p in ("send", "consume"))
+
+        def realm_only(perms):
+            return dict((p, [r for r in (perms or {}).get(p, []) if _sec.is_realm_role(r)]) for p in ("send", "consume"))
         return ({"users": dict((n, self.live.get(n)) for n in names),
                  "security_settings": dict((c["address"], realm_only(c["before"])) for c in self.settings)},
                 {"users": dict((n, after_users.get(n)) for n in names),
@@ -174,7 +176,6 @@ def open_broker(params, space, hide):
     when the task reaches no broker."""
     if not has_broker(params, space):
         return None
-    from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import service as _service
     conn, ledger, unused, service = _service.open_space(params, space, hide)
     reserved = dict((conn[k], k.split("_")[0]) for k in ("management_user", "messaging_user", "router_user")
                     if conn.get(k))
