@@ -44,6 +44,11 @@ USERS_A = [
 QUEUES = ["orders/eu", "ordersx", "audit"]
 
 
+def frank(password, authorization=None):
+    """frank's task arguments with ``password`` (and ``authorization``)."""
+    return {"username": "frank", "password": password, "authorization": authorization or USERS_A[4]["authorization"]}
+
+
 def kc_args(keycloak):
     return dict(keycloak_url=keycloak.url, keycloak_admin_user=keycloak.admin_user,
                 keycloak_admin_password=keycloak.admin_password)
@@ -51,7 +56,9 @@ def kc_args(keycloak):
 
 def users(space, keycloak, check=False, **args):
     res = space.run("messaging_user", check_mode=check, diff=True, **dict(kc_args(keycloak), **args))
-    for secret in list(PW.values()) + [keycloak.admin_password, space.broker.management_password]:
+    given = [args.get("password")] + [u.get("password") for u in args.get("users") or []]
+    secrets = list(PW.values()) + [p for p in given if p] + [keycloak.admin_password, space.broker.management_password]
+    for secret in secrets:
         assert secret not in res.stdout, "a secret in the module output"
     return res
 
@@ -191,19 +198,18 @@ def test_check_mode_second_run_and_a_new_address(keycloak, spaces):
 
 def test_password_change_disable_and_delete_take_effect_without_restart(keycloak, spaces):
     a, unused = spaces
-    frank = dict(USERS_A[4])
     assert attempt(a, "frank", PW["frank"], "recv", "audit") is None
     # update_password on_create: a different password on a re-run changes nothing, the broker keeps its hash
-    res = users(a, keycloak, update_password="on_create", **dict(frank, password="Frank-other-9"))
+    res = users(a, keycloak, update_password="on_create", **frank(password="Frank-other-9"))
     assert res.rc == 0 and res.result["changed"] is False, res
     assert attempt(a, "frank", PW["frank"], "recv", "audit") is None
-    res = users(a, keycloak, **dict(frank, password="Frank-new-8z"))
+    res = users(a, keycloak, **frank(password="Frank-new-8z"))
     assert res.rc == 0 and res.result["broker"]["users"]["updated"] == ["frank"], res
     assert "Frank-new-8z" not in res.stdout
     assert refused_login(attempt(a, "frank", PW["frank"], "recv", "audit"))
     assert attempt(a, "frank", "Frank-new-8z", "recv", "audit") is None
     # narrowed permissions: the next connection is refused
-    res = users(a, keycloak, **dict(frank, password="Frank-new-8z", authorization=[
+    res = users(a, keycloak, **frank(password="Frank-new-8z", authorization=[
         {"addresses": ["audit"], "operations": ["recv"]}]))
     assert res.rc == 0 and res.result["broker"]["users"]["updated"] == ["frank"], res
     assert res.result["diff"]["after"]["(broker)"]["users"]["frank"] == ["enmasse-realm-user", "recv_audit"]

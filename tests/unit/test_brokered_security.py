@@ -127,8 +127,8 @@ def test_broker_users_check_mode_writes_nothing_and_a_kept_password_is_sent_as_n
     from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.realm_users import BrokerUsers
     client = FakeJolokia({"alice": ["enmasse-realm-user"], "app": ["messaging"]}, {"#": BASE})
     rule = [{"addresses": ["orders/*"], "operations": ["send"]}]
-    broker = BrokerUsers(client, "b", "space", {}, ["orders/eu", "misc"]).plan([user("alice", rule, password="p1")],
-                                                                                set_password=set())
+    broker = BrokerUsers(client, "b", "space", {}, ["orders/eu", "misc"])
+    broker.plan([user("alice", rule, password="p1")], set_password=set())
     result = broker.converge(check_mode=True)
     assert result == {"changed": True, "users": {"added": [], "updated": ["alice"], "removed": []},
                       "security_settings": {"set": ["orders/eu"], "removed": []}}

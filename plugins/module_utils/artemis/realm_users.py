@@ -177,7 +177,7 @@ def open_broker(params, space, hide):
     if not has_broker(params, space):
         return None
     conn, ledger, unused, service = _service.open_space(params, space, hide)
-    reserved = dict((conn[k], k.split("_")[0]) for k in ("management_user", "messaging_user", "router_user")
+    reserved = dict((conn[k], k.split("_", 1)[0]) for k in ("management_user", "messaging_user", "router_user")
                     if conn.get(k))
     return BrokerUsers(service.client, conn["broker_name"], space, reserved, ledger.addresses)
 
