@@ -318,6 +318,13 @@ diff:
   type: dict
   sample: {before: {orders: {address: orders, type: queue, plan: brokered-queue}},
            after: {orders: {address: orders, type: queue, plan: brokered-queue, deadletter: dlq}}}
+security_settings:
+  description:
+    - Brokered spaces whose broker has realm users (docs/identity.md, Brokered spaces) - the addresses whose
+      exact-match security setting for those users was set or removed (or would be, in check mode).
+  returned: when the broker has realm users
+  type: dict
+  sample: {set: [orders/us], removed: []}
 errors:
   description: Every validation or refusal message (field, value, rule), when the task fails.
   returned: failure

@@ -14,7 +14,13 @@ version_added: "0.1.0"
 description:
   - Converges the messaging users of an address space, C(standard) or C(brokered), to the given data. Users live in
     the space's Keycloak realm (named after the address space, made with the address space; docs/identity.md);
-    the routers' auth service and the brokers check passwords and permissions there.
+    the routers' auth service checks passwords and permissions there.
+  - "Brokered spaces: when the space's broker is reachable (its connection file, or the connection options), the
+    users are also converged into the broker through Artemis management (salted PBKDF2 hashes made by Artemis),
+    with roles that encode their permissions, and every address of the space gets a security setting derived from
+    them (C(orders/*) grants C(orders/eu), not C(ordersx)); a disabled or deleted user is removed from the broker.
+    Changes apply to new connections without a restart. The broker keeps authenticating the last converged users
+    while Keycloak is down. See docs/identity.md, Brokered spaces."
   - A user's O(authorization) becomes group memberships in EnMasse's encoding (C(send_<url-encoded pattern>),
     C(recv_<pattern>), C(manage), C(monitor)); groups are created in the realm when first needed. Groups a user
     has that are not of this encoding (added by hand) are left alone.
@@ -40,6 +46,7 @@ author:
   - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.keycloak
+  - enmasse.messaging.connection
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.converge
   - enmasse.messaging.kubernetes
@@ -196,6 +203,14 @@ changes:
   returned: always
   type: dict
   sample: {created: [app1], updated: [], deleted: [old]}
+broker:
+  description:
+    - Brokered spaces with a reachable broker. C(users) names the broker users added, updated and removed;
+      C(security_settings) the addresses whose security setting was set or removed. In diff mode the diff has a
+      C((broker)) entry with the broker users' roles and the realm roles of the changed security settings.
+  returned: when the space's broker is reachable
+  type: dict
+  sample: {changed: true, users: {added: [app1], updated: [], removed: []}, security_settings: {set: [orders/eu], removed: []}}
 diff:
   description: Before and after of the changed users, keyed by user name (passwords hidden).
   returned: in diff mode
@@ -238,7 +253,7 @@ def converge(module):
 
 
 def main():
-    runner.main(OPTIONS, converge, connection=False, mutually_exclusive=MUTUALLY_EXCLUSIVE,
+    runner.main(OPTIONS, converge, mutually_exclusive=MUTUALLY_EXCLUSIVE,
                 required_one_of=[FORMS], required_by=dict((f, "username") for f in FIELDS))
 
 

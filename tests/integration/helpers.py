@@ -251,6 +251,13 @@ class ArtemisBroker(object):
             f.write("\n%s = %s\n" % (MESSAGING_ROLE, self.messaging_user))
             if space_type == "pool":
                 f.write("%s = %s\n" % (ROUTER_ROLE, self.router_user))
+        # the role's login.config: the realm users' files first (docs/identity.md "Brokered spaces")
+        with open(os.path.join(ROLE_DIR, "templates", "login.config.j2")) as f:
+            login = f.read().replace("{{ ansible_managed }}", "written by tests/integration/helpers.py")
+        with open(os.path.join(etc, "login.config"), "w") as f:
+            f.write(login)
+        for name in ("artemis-realm-users.properties", "artemis-realm-roles.properties"):
+            open(os.path.join(etc, name), "a").close()
         with open(os.path.join(etc, "jolokia-access.xml"), "w") as f:
             f.write('<?xml version="1.0" encoding="utf-8"?>\n<restrict>\n  <cors>\n'
                     '    <allow-origin>http://localhost</allow-origin>\n'

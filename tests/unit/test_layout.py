@@ -140,8 +140,8 @@ def _imports(path, allowed=()):
 # a backend package may import these collection packages (besides its own,
 # model, errors and the shared helpers); standard composes router and artemis
 # artemis and standard (the host backends) keep their users in Keycloak; keycloak applies the auth service's
-# group encoding
-BACKEND_MAY_IMPORT = {"artemis": {"keycloak"}, "kubernetes": set(), "router": set(),
+# group encoding, and so does artemis for the realm users of a brokered space's broker (artemis/security.py)
+BACKEND_MAY_IMPORT = {"artemis": {"keycloak", "auth"}, "kubernetes": set(), "router": set(),
                       "standard": {"router", "artemis", "keycloak"}, "keycloak": {"auth"}}
 BACKEND_PACKAGES = set(BACKEND_MAY_IMPORT) | {"metrics", "catalogue", "auth"}
 

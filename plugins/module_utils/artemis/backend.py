@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.args import CONNECTION_ARGS
+from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import realm_users as _realm_users
 from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import service as _service
 from ansible_collections.enmasse.messaging.plugins.module_utils.backends import Backend
 from ansible_collections.enmasse.messaging.plugins.module_utils.catalogue import service as _catalogue
@@ -65,9 +66,27 @@ class ArtemisBackend(KeycloakUsers, Backend):
                 "(which records it in the ledger %s) or add plan to the connection file %s"
                 % (space["name"], conn["ledger_path"], conn["connection_file"]))
         unused, catalogue = _catalogue.load_catalogue(p, conn)
-        return _service.converge_addresses(service, ledger, space, catalogue, request.present, request.absent,
-                                           prune=p["prune"], force=p["force"], check_mode=request.check_mode,
-                                           report=request.report, positions=request.positions)
+        result = _service.converge_addresses(service, ledger, space, catalogue, request.present, request.absent,
+                                             prune=p["prune"], force=p["force"], check_mode=request.check_mode,
+                                             report=request.report, positions=request.positions)
+        # the realm users' security settings of every address (a new one is protected when it exists)
+        names = set(ledger.addresses) | (set(a["address"] for a in request.present) if request.check_mode else set())
+        secured = _realm_users.secure_addresses(service.client, conn["broker_name"], space["name"], names,
+                                                check_mode=request.check_mode)
+        if secured:
+            result["security_settings"] = secured["security_settings"]
+            result["changed"] = result["changed"] or secured["changed"]
+        return result
+
+    def broker_users(self, request, space):
+        """The space's broker (docs/identity.md "Brokered spaces"), or None
+        when the task reaches none (the realm only, with a warning)."""
+        broker = _realm_users.open_broker(request.params, space, request.hide)
+        if broker is None:
+            return None, ["address space %r: no connection file %s and no management_url: only the realm was "
+                          "converged, no broker knows these users yet"
+                          % (space, connection_file_path(request.params, space))]
+        return broker, []
 
     def address_info(self, request):
         p = request.params

@@ -30,11 +30,20 @@ class KeycloakUsers(object):
         if errors:
             raise ValidationError(errors)
         client = client_of(p, request.hide)
+        broker, warnings = self.broker_users(request, space)
         result = _users.converge(client, space, users, prune=bool(p.get("prune")),
-                                 update_password=p.get("update_password") or "always", check_mode=request.check_mode)
+                                 update_password=p.get("update_password") or "always", check_mode=request.check_mode,
+                                 broker=broker)
+        if warnings:
+            result["warnings"] = list(result.get("warnings") or []) + warnings
         if not request.diff:
             result.pop("diff", None)
         return result
+
+    def broker_users(self, request, space):
+        """``(broker, warnings)``: the brokered backend's broker step
+        (artemis/realm_users.py BrokerUsers) or None."""
+        return None, []
 
     def messaging_user_info(self, request):
         p = request.params

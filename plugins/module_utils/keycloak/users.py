@@ -249,14 +249,28 @@ def changes_of(steps):
     return out
 
 
-def converge(client, space, users, prune=False, update_password="always", check_mode=False):
-    """The users of ``space`` converged; the module result."""
+def password_set(steps):
+    """The users whose password the steps set (created, or changed)."""
+    return set(s["username"] for s in steps if s["action"] == "create" or s.get("password"))
+
+
+def converge(client, space, users, prune=False, update_password="always", check_mode=False, broker=None):
+    """The users of ``space`` converged; the module result. ``broker``: a
+    brokered space's artemis/realm_users.BrokerUsers, planned before the
+    realm changes and applied after them (result ``broker``)."""
     if update_password not in ("always", "on_create"):
         raise ValidationError("update_password: %r is not one of always, on_create" % (update_password,))
     live, groups = read_live(client, space)
     steps, warnings = plan(space, users, live, prune, stale_passwords(users, live, update_password))
+    if broker is not None:
+        broker.plan(users, password_set(steps), prune)
     result = {"changed": bool(steps), "diff": diff_of(steps, live), "warnings": warnings}
     result["changes"] = changes_of(steps) if check_mode else apply(client, space, steps, live, groups)
+    if broker is not None:
+        result["broker"] = broker.converge(check_mode)
+        result["changed"] = result["changed"] or result["broker"]["changed"]
+        if result["broker"]["changed"]:
+            result["diff"]["before"]["(broker)"], result["diff"]["after"]["(broker)"] = broker.diff()
     names = [u["username"] for u in users]
     after = result["diff"]["after"]
     result["users"] = [dict(after[n], password=None) if n in after else
