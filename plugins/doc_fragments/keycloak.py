@@ -8,26 +8,17 @@ __metaclass__ = type
 
 
 class ModuleDocFragment(object):
-    # The Keycloak connection options (module_utils/keycloak/args.py KEYCLOAK_ARGS).
+    # The Keycloak connection options (module_utils/keycloak/args.py KEYCLOAK_ARGS)
+    # that every module documents alike; each module takes keycloak_url and
+    # keycloak_admin_password from one of the fragments below as well.
     DOCUMENTATION = r'''
 options:
-  keycloak_url:
-    description:
-      - Base URL of Keycloak (the Quarkus distribution, no C(/auth) path), for example
-        C(https://keycloak.example.com:8443).
-    type: str
-    required: true
   keycloak_admin_user:
     description:
       - Administrator of O(keycloak_admin_realm); the admin token comes from the password grant of its
         C(admin-cli) client.
     type: str
     default: admin
-  keycloak_admin_password:
-    description:
-      - Password of O(keycloak_admin_user). Never logged.
-    type: str
-    required: true
   keycloak_admin_realm:
     description:
       - The realm of the administrator.
@@ -49,8 +40,7 @@ options:
     default: 30
 '''
 
-    # address_space: the same options, optional (KEYCLOAK_OPTIONAL_ARGS); the
-    # realm is managed only when keycloak_url is given
+    # address_space: the realm is managed only when keycloak_url is given
     OPTIONAL = r'''
 options:
   keycloak_url:
@@ -61,34 +51,25 @@ options:
         C(https://keycloak.example.com:8443).
     type: str
     required: false
-  keycloak_admin_user:
-    description:
-      - Administrator of O(keycloak_admin_realm); the admin token comes from the password grant of its
-        C(admin-cli) client.
-    type: str
-    default: admin
   keycloak_admin_password:
     description:
       - Password of O(keycloak_admin_user). Never logged.
     type: str
     required: false
-  keycloak_admin_realm:
+'''
+
+    # messaging_user(_info): required with the host backends, refused with kubernetes
+    USERS = r'''
+options:
+  keycloak_url:
     description:
-      - The realm of the administrator.
+      - Host backends (required with O(backend=hosts), refused with O(backend=kubernetes)). Base URL of Keycloak
+        (the Quarkus distribution, no C(/auth) path), for example C(https://keycloak.example.com:8443).
     type: str
-    default: master
-  keycloak_ca_file:
+    required: false
+  keycloak_admin_password:
     description:
-      - PEM file of the CA certificates that sign Keycloak's HTTPS certificate (the system's CAs when omitted).
-    type: path
-  keycloak_validate_certs:
-    description:
-      - Verify Keycloak's HTTPS certificate and host name. Turn off only for a test instance.
-    type: bool
-    default: true
-  keycloak_timeout:
-    description:
-      - Timeout of one HTTP request to Keycloak, in seconds.
-    type: int
-    default: 30
+      - Host backends (required with O(backend=hosts)). Password of O(keycloak_admin_user). Never logged.
+    type: str
+    required: false
 '''

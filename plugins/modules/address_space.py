@@ -31,6 +31,7 @@ extends_documentation_fragment:
   - enmasse.messaging.connection
   - enmasse.messaging.kubernetes
   - enmasse.messaging.kubernetes.apply
+  - enmasse.messaging.keycloak
   - enmasse.messaging.keycloak.optional
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.converge

@@ -46,6 +46,7 @@ author:
   - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.keycloak
+  - enmasse.messaging.keycloak.users
   - enmasse.messaging.connection
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.converge
@@ -56,17 +57,6 @@ attributes:
     details: Before and after are keyed by user name and hold only the changed users; passwords are shown as
       C((hidden)) or C((hidden, changed)).
 options:
-  keycloak_url:
-    description:
-      - Host backends (required with O(backend=hosts), refused with O(backend=kubernetes)). Base URL of Keycloak
-        (the Quarkus distribution, no C(/auth) path), for example C(https://keycloak.example.com:8443).
-    type: str
-    required: false
-  keycloak_admin_password:
-    description:
-      - Host backends (required with O(backend=hosts)). Password of O(keycloak_admin_user). Never logged.
-    type: str
-    required: false
   address_space:
     description:
       - The address space (its realm has the same name; with O(backend=kubernetes) its C(AddressSpace) object).

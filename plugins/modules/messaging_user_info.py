@@ -21,21 +21,11 @@ author:
   - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
   - enmasse.messaging.keycloak
+  - enmasse.messaging.keycloak.users
   - enmasse.messaging.attributes
   - enmasse.messaging.attributes.info_module
   - enmasse.messaging.kubernetes
 options:
-  keycloak_url:
-    description:
-      - Host backends (required with O(backend=hosts), refused with O(backend=kubernetes)). Base URL of Keycloak
-        (the Quarkus distribution, no C(/auth) path), for example C(https://keycloak.example.com:8443).
-    type: str
-    required: false
-  keycloak_admin_password:
-    description:
-      - Host backends (required with O(backend=hosts)). Password of O(keycloak_admin_user). Never logged.
-    type: str
-    required: false
   address_space:
     description:
       - The address space (its realm has the same name).
