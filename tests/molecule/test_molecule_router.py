@@ -12,38 +12,23 @@ link, path redundancy (a link cut, traffic via the third router), every
 multicast receiver getting every message, isolation of two spaces for every
 type, a kill -9 of a router while traffic flows (reconnect, nothing lost, the
 keeper's restore time measured and bounded - printed here as KEEPER-RESTORE,
-next converge unchanged), the config check and uninstall
+next converge unchanged), identity (Keycloak with PostgreSQL on a sixth
+host: each space's users and their per-address permissions through the
+routers, Keycloak stopped and started, a password change, a -vvv --diff run
+of site.yml searched for secrets), the config check and uninstall
 (molecule/router/verify.yml and the verify-*.yml playbooks it imports, one per
 concern; its pass/fail rules: molecule/router/checks.py).
-Skips only when podman, molecule or the source archive cannot be had.
+Skips only when podman, molecule or an archive (router source, Artemis, Keycloak) cannot be had.
 """
-import os
 import re
-import shutil
-import subprocess
 import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ARCHIVE = os.environ.get("ENMASSE_ROUTER_ARCHIVE") or os.path.join(
-    os.path.dirname(REPO), "shared", "vendor", "qpid-dispatch-1.19.0.tar.gz")
-ARTEMIS = os.environ.get("ENMASSE_ARTEMIS_ARCHIVE") or os.path.expanduser(
-    "~/.m2/repository/org/apache/activemq/apache-artemis/2.40.0/apache-artemis-2.40.0-bin.tar.gz")
+from scenario import ARTEMIS, KEYCLOAK, ROUTER, run, unusable
 
 pytestmark = pytest.mark.molecule
-
-
-def _unusable():
-    if shutil.which("podman") is None:
-        return "podman is not installed (scripts/test.sh installs it with apt as root)"
-    if shutil.which("molecule") is None:
-        return "molecule is not installed (pip install -r requirements-test.txt)"
-    if not os.path.isfile(ARCHIVE):
-        return "no qpid-dispatch source archive at %s (set ENMASSE_ROUTER_ARCHIVE)" % ARCHIVE
-    if not os.path.isfile(ARTEMIS):
-        return "no Artemis archive at %s (scripts/test.sh fetches it with Maven)" % ARTEMIS
-    return None
+NEEDS = (ROUTER, ARTEMIS, KEYCLOAK)
 
 
 def keeper_lines(log_text):
@@ -51,22 +36,11 @@ def keeper_lines(log_text):
     return sorted(set(m.group(0).rstrip('"') for m in re.finditer(r"KEEPER-RESTORE [^\n]*?\)", log_text)))
 
 
-@pytest.mark.skipif(_unusable() is not None, reason=str(_unusable()))
+@pytest.mark.skipif(unusable(*NEEDS) is not None, reason=str(unusable(*NEEDS)))
 def test_molecule_router_scenario(record_property):
-    env = dict(os.environ)
-    env.setdefault("CONTAINERS_CONF", os.path.join(REPO, "scripts", "containers.conf"))
-    env["PY_COLORS"] = "0"
-    env["ANSIBLE_FORCE_COLOR"] = "0"
-    log_path = os.path.join(REPO, "tests", "output", "molecule-router.log")
-    os.makedirs(os.path.dirname(log_path), exist_ok=True)
-    with open(log_path, "w") as log:
-        proc = subprocess.run(["molecule", "test", "-s", "router"], cwd=REPO, env=env,
-                              stdout=log, stderr=subprocess.STDOUT, timeout=40 * 60, check=False)
-    with open(log_path) as f:
-        text = f.read()
+    rc, text, seconds, log_path = run("router")
     for line in keeper_lines(text):
         sys.stdout.write("\n%s\n" % line)
         record_property("keeper_restore", line)
-    if proc.returncode != 0:
-        sys.stderr.write(text[-12000:])
-    assert proc.returncode == 0, "molecule test failed; log: %s" % log_path
+    sys.stdout.write("\nROUTER-SCENARIO %.0f s\n" % seconds)
+    assert rc == 0, "molecule test failed; log: %s" % log_path
