@@ -30,12 +30,14 @@ def connect(cfg, user, password):
               allow_insecure_mechs=True)
     if user:
         kw.update(user=user, password=password)
-    if cfg.get("ca"):
+    url = cfg["url"]
+    if cfg.get("ca"):   # the space listeners take TLS: amqps, trusting the collection's CA
         domain = SSLDomain(SSLDomain.MODE_CLIENT)
         domain.set_trusted_ca_db(cfg["ca"])
-        domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
+        domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME, cfg["ca"])
         kw["ssl_domain"] = domain
-    return BlockingConnection(cfg["url"], **kw)
+        url = url.replace("amqp://", "amqps://", 1)
+    return BlockingConnection(url, **kw)
 
 
 def outcome(fn):
