@@ -27,7 +27,7 @@ import os
 import sys
 import time
 
-from proton import Message
+from proton import Message, SSLDomain
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
@@ -39,12 +39,21 @@ def config():
         return json.load(f)
 
 
+def tls(cfg, ca=None):
+    """The client TLS of the spaces (their listeners take TLS only): trust the
+    collection's CA (cfg["ca"]; ``ca``: another one) and check the router's name."""
+    domain = SSLDomain(SSLDomain.MODE_CLIENT)
+    domain.set_trusted_ca_db(ca or cfg["ca"])
+    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME, ca or cfg["ca"])
+    return domain
+
+
 def url(router, space, cfg, user=None, password=None):
     s = cfg["spaces"][space]
     # a router is a host name (the space's port is the same on every router) or host:port
-    return dict(url="amqp://%s" % router if ":" in router else "amqp://%s:%d" % (router, s["port"]), user=user or s["user"],
-                password=password if password is not None else s["password"],
-                allowed_mechs="PLAIN", sasl_enabled=True, allow_insecure_mechs=True)
+    return dict(url="amqps://%s" % router if ":" in router else "amqps://%s:%d" % (router, s["port"]),
+                user=user or s["user"], password=password if password is not None else s["password"],
+                allowed_mechs="PLAIN", sasl_enabled=True, ssl_domain=tls(cfg))
 
 
 class Base(MessagingHandler):
@@ -442,7 +451,7 @@ class Traffic(Base):
         first = self.queue_urls[0]
         self.qconn = event.container.connect(urls=[u["url"] for u in self.queue_urls], user=first["user"],
                                              password=first["password"], allowed_mechs="PLAIN",
-                                             sasl_enabled=True, allow_insecure_mechs=True)
+                                             sasl_enabled=True, ssl_domain=first["ssl_domain"])
         self.qsnd = event.container.create_sender(self.qconn, self.queue)
         rc = event.container.connect(**self.any_to)
         event.container.create_receiver(rc, self.anycast)
@@ -537,6 +546,8 @@ def main():
         s.add_argument("--user")
         s.add_argument("--password")
         s.add_argument("--anonymous", action="store_true")
+        s.add_argument("--plain", action="store_true", help="plain TCP (no TLS)")
+        s.add_argument("--ca", help="trust this CA file instead of the collection's")
     s = sub.add_parser("anycast")
     s.add_argument("--sender", required=True)
     s.add_argument("--receiver", required=True)
@@ -576,7 +587,13 @@ def main():
     elif a.cmd == "auth":
         target = url(a.router, a.space, cfg, user=a.user, password=a.password)
         if a.anonymous:
-            target = dict(url=target["url"], allowed_mechs="ANONYMOUS", sasl_enabled=True)
+            target = dict(url=target["url"], allowed_mechs="ANONYMOUS", sasl_enabled=True,
+                          ssl_domain=target["ssl_domain"])
+        if a.plain:
+            target = dict(target, url=target["url"].replace("amqps://", "amqp://", 1), allow_insecure_mechs=True)
+            del target["ssl_domain"]
+        if a.ca:
+            target["ssl_domain"] = tls(cfg, a.ca)
         h = Auth(target, timeout=a.timeout)
     elif a.cmd == "anycast":
         h = Anycast(url(a.sender, a.space, cfg), url(a.receiver, a.space, cfg), a.address)
