@@ -23,37 +23,15 @@ Every subcommand prints one JSON object on stdout; verify.yml asserts on it.
 """
 import argparse
 import json
-import os
 import sys
 import time
 
-from proton import Message, SSLDomain
+from proton import Message
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
 from checks import delivery_problems, duplicates, isolation_problems
-
-
-def config():
-    with open(os.environ["DATAPLANE_CONFIG"]) as f:
-        return json.load(f)
-
-
-def tls(cfg, ca=None):
-    """The client TLS of the spaces (their listeners take TLS only): trust the
-    collection's CA (cfg["ca"]; ``ca``: another one) and check the router's name."""
-    domain = SSLDomain(SSLDomain.MODE_CLIENT)
-    domain.set_trusted_ca_db(ca or cfg["ca"])
-    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME, ca or cfg["ca"])
-    return domain
-
-
-def url(router, space, cfg, user=None, password=None):
-    s = cfg["spaces"][space]
-    # a router is a host name (the space's port is the same on every router) or host:port
-    return dict(url="amqps://%s" % router if ":" in router else "amqps://%s:%d" % (router, s["port"]),
-                user=user or s["user"], password=password if password is not None else s["password"],
-                allowed_mechs="PLAIN", sasl_enabled=True, ssl_domain=tls(cfg))
+from clients import auth_target, config, url
 
 
 class Base(MessagingHandler):
@@ -585,16 +563,7 @@ def main():
     elif a.cmd == "no-credit":
         h = NoCredit(url(a.router, a.space, cfg), a.address, a.wait)
     elif a.cmd == "auth":
-        target = url(a.router, a.space, cfg, user=a.user, password=a.password)
-        if a.anonymous:
-            target = dict(url=target["url"], allowed_mechs="ANONYMOUS", sasl_enabled=True,
-                          ssl_domain=target["ssl_domain"])
-        if a.plain:
-            target = dict(target, url=target["url"].replace("amqps://", "amqp://", 1), allow_insecure_mechs=True)
-            del target["ssl_domain"]
-        if a.ca:
-            target["ssl_domain"] = tls(cfg, a.ca)
-        h = Auth(target, timeout=a.timeout)
+        h = Auth(auth_target(a, cfg), timeout=a.timeout)
     elif a.cmd == "anycast":
         h = Anycast(url(a.sender, a.space, cfg), url(a.receiver, a.space, cfg), a.address)
     elif a.cmd == "multicast":
