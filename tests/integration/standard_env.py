@@ -99,6 +99,7 @@ def client_domain(ca_file):
     domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME, ca_file)
     return domain
 
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 
