@@ -176,3 +176,35 @@ def test_plain_amqp_only_when_turned_on(env):
             assert round_trip(conn, url) == url
         finally:
             conn.close()
+
+
+def test_a_replaced_certificate_is_used_by_the_next_client_without_a_restart(env, tmp_path):
+    """Rotation: qdrouterd 1.19 reads the sslProfile's files for each new
+    connection, so the role copies new files and restarts nothing
+    (docs/router-role.md). Here the router's clients.pem/.key are replaced by
+    a certificate of another CA: the next client trusting the collection's CA
+    refuses the router, one trusting the new CA gets in, the same process."""
+    tls_dir = os.path.join(env.base_dir, "role", env.routers[0].id, "tls")
+    pid = env.routers[0].proc.pid
+    port = endpoint(env, "tls-s")["port"]
+    saved = {}
+    for name in ("clients.pem", "clients.key"):
+        with open(os.path.join(tls_dir, name), "rb") as f:
+            saved[name] = f.read()
+    other = LocalCA(str(tmp_path / "next"), name="next CA")
+    cert, key = other.issue("router-next")
+    try:
+        for src, name in ((cert, "clients.pem"), (key, "clients.key")):
+            with open(src, "rb") as f, open(os.path.join(tls_dir, name), "wb") as g:
+                g.write(f.read())
+        err = refusal("amqps://127.0.0.1:%d" % port, ssl_domain=env.client_domain())
+        assert "certificate verify failed" in err, err
+        conn = connect("amqps://127.0.0.1:%d" % port, ssl_domain=client_domain(other.cert_file))
+        assert round_trip(conn, "new certificate") == "new certificate"
+        conn.close()
+    finally:
+        for name, data in saved.items():
+            with open(os.path.join(tls_dir, name), "wb") as g:
+                g.write(data)
+    connect("amqps://127.0.0.1:%d" % port, ssl_domain=env.client_domain()).close()
+    assert env.routers[0].proc.pid == pid and env.routers[0].proc.poll() is None
