@@ -20,6 +20,7 @@ import fcntl
 import importlib.util
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -572,13 +573,15 @@ def run_playbook(tasks, extra_vars=None, check=False, diff=False, timeout=900):
 
 # ------------------------------------------------------------ role configuration
 
-def render_role_broker_xml(dest, broker_name, ports, space="itest", role_vars=None, schema=None, space_type="brokered"):
+def render_role_broker_xml(dest, broker_name, ports, space="itest", role_vars=None, schema=None, space_type="brokered",
+                           tls=False):
     """Render roles/broker/templates/broker.xml.j2 to ``dest`` the way the role
     does: ansible-playbook includes the role's layout (tasks_from: layout, with
     the role's defaults and the enmasse.messaging.broker_layout filter) for one
     space on ``ports`` and runs the template task with ``__space`` set, then
     validates the result against Artemis' schema. ``role_vars`` override role
-    variables (extra vars)."""
+    variables (extra vars). ``tls`` false (the default): the acceptors' TLS
+    parameters are taken out (``plain_acceptors``)."""
     extra = {"broker_address_spaces": [{"name": space, "type": space_type, "plan": DEFAULT_PLAN,
                                         "broker_name": broker_name, "port_offset": 0}],
              "broker_ports": dict(ports), "broker_bind_address": "127.0.0.1",
@@ -595,4 +598,23 @@ def render_role_broker_xml(dest, broker_name, ports, space="itest", role_vars=No
     ]
     res = run_playbook(tasks, extra_vars=extra, timeout=300)
     assert res.rc == 0, "could not render the role's broker.xml: %r" % res
+    if not tls:
+        plain_acceptors(dest)
     return dest
+
+
+# the TLS parameters broker.xml.j2 puts on every client acceptor
+TLS_ACCEPTOR_PARAMS = re.compile(r";sslEnabled=true;keyStoreType=PEMCFG;keyStorePath=[^;<]*;enabledProtocols=[^;<]*")
+
+
+def plain_acceptors(path):
+    """The role's acceptors without their TLS parameters, for the integration
+    tests that predate TLS and connect in plain TCP (TLS itself: molecule/default,
+    tests/integration/tls_checks.py, tests/unit/test_broker_tls.py). Fails
+    when the template's TLS parameters are not found (the template changed)."""
+    with open(path) as f:
+        xml = f.read()
+    out, count = TLS_ACCEPTOR_PARAMS.subn("", xml)
+    assert count == 5, "expected the TLS parameters on 5 acceptors of %s, found %d" % (path, count)
+    with open(path, "w") as f:
+        f.write(out)
