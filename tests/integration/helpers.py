@@ -225,7 +225,7 @@ class ArtemisBroker(object):
         return "amqp://%s:%s@127.0.0.1:%d" % (user, password, self.amqp_port)
 
     # --------------------------------------------------------------- create
-    def create(self, role_vars=None, space_type="brokered"):
+    def create(self, role_vars=None, space_type="brokered", tls=False):
         """``artemis create`` makes the instance (as roles/broker does), then
         etc/broker.xml is the role's own template rendered by Ansible with the
         role's defaults (``render_role_broker_xml``): the tests run the
@@ -243,7 +243,7 @@ class ArtemisBroker(object):
         cmd.append(self.instance)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
         etc = os.path.join(self.instance, "etc")
-        self.render_broker_xml(role_vars, space_type)
+        self.render_broker_xml(role_vars, space_type, tls)
         with open(os.path.join(etc, "artemis-users.properties"), "a") as f:
             f.write("\n%s = %s\n" % (self.messaging_user, self.messaging_password))
             if space_type == "pool":  # the routers' user of the standard pool (role broker_router_role)
@@ -266,11 +266,12 @@ class ArtemisBroker(object):
         return {"amqp": self.amqp_port, "core": self.core_port, "openwire": self.openwire_port,
                 "stomp": self.stomp_port, "mqtt": self.mqtt_port, "jolokia": self.http_port}
 
-    def render_broker_xml(self, role_vars=None, space_type="brokered"):
-        """Write etc/broker.xml from roles/broker/templates/broker.xml.j2."""
+    def render_broker_xml(self, role_vars=None, space_type="brokered", tls=False):
+        """Write etc/broker.xml from roles/broker/templates/broker.xml.j2
+        (``tls``: the acceptors keep their TLS, reading role_vars' broker_tls_dir)."""
         render_role_broker_xml(os.path.join(self.instance, "etc", "broker.xml"), self.name, self.ports,
                                role_vars=role_vars, schema=os.path.join(artemis_home(), "schema", "artemis-server.xsd"),
-                               space_type=space_type)
+                               space_type=space_type, tls=tls)
 
     # ------------------------------------------------------------ lifecycle
     def start(self, timeout=120):
