@@ -146,7 +146,7 @@ address_space:
       returned: always
     status:
       description: C(ready), C(phase) (C(Active), C(Configuring), C(Pending), C(Failed), C(Deleted)),
-        C(messages) (problems found) and C(endpoints) (C(name), C(host), C(port), C(protocols), C(tls): the port speaks TLS).
+        C(messages) (problems found) and C(endpoints) (C(name), C(host), C(port), C(protocols), C(tls) - true when the port speaks TLS).
       type: dict
       returned: always
 changes:
