@@ -151,6 +151,8 @@ class Router(object):
                 ["sslProfile", {"name": AUTH_SSL_PROFILE, "caCertFile": self.env.ca.cert_file}],
                 ["listener", {"name": "inter-router", "host": "127.0.0.1", "port": str(self.inter_router_port),
                               "role": "inter-router", "authenticatePeer": False}]]
+        if self.env.broker_tls:  # as the router role's qdrouterd.conf: the CA of the brokers' certificates
+            ents.append(["sslProfile", {"name": "brokers", "caCertFile": self.env.tls_files["ca"]}])
         for other in self.env.routers[:self.index]:
             ents.append(["connector", {"name": "mesh-%s" % other.id, "host": "127.0.0.1",
                                        "port": str(other.inter_router_port), "role": "inter-router"}])
@@ -247,8 +249,12 @@ class StandardEnv(object):
     listeners on TLS only and the auth service on TLS (``ca.cert_file`` is the
     CA clients trust: ``client_domain``); False: plain TCP for both."""
 
-    def __init__(self, base_dir, prefix, routers=3, brokers=2, role_routers=False, tls=True):
+    def __init__(self, base_dir, prefix, routers=3, brokers=2, role_routers=False, tls=True, broker_tls=False):
         self.base_dir = base_dir
+        # broker_tls: the brokers' acceptors are TLS (a CA and certificate made here, tls_pki.py), the
+        # routers have the sslProfile brokers and the infrastructure file names it (ssl_profile)
+        self.broker_tls = broker_tls
+        self.tls_files = None
         self.prefix = prefix
         self.role_routers = role_routers
         self.tls = tls
@@ -272,8 +278,13 @@ class StandardEnv(object):
         self.port_range = (lo, lo + 20)
 
     def start(self):
+        role_vars = None
+        if self.broker_tls:
+            import tls_pki
+            self.tls_files = tls_pki.broker_tls_dir(os.path.join(self.base_dir, "tls"))
+            role_vars = {"broker_tls_dir": self.tls_files["dir"]}
         for b in self.brokers:
-            b.create(space_type="pool")
+            b.create(space_type="pool", role_vars=role_vars, tls=self.broker_tls)
             b.start()
         self.write_password_files()
         self.make_certificates()
@@ -337,7 +348,8 @@ class StandardEnv(object):
             "brokers": [{"name": b.name, "host": "127.0.0.1", "amqp_port": b.amqp_port,
                          "user": b.router_user, "password_file": self.password_files[b.name],
                          "management_url": b.management_url, "management_user": b.management_user,
-                         "management_password": b.management_password, "broker_name": b.name}
+                         "management_password": b.management_password, "broker_name": b.name,
+                         "ssl_profile": "brokers" if self.broker_tls else None}
                         for b in self.brokers],
             "auth_service": self.auth,
             "port_range": list(self.port_range),

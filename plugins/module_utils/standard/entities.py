@@ -165,16 +165,21 @@ def space_entities(space, port, auth, bind_host="0.0.0.0", max_connections=None,
 
 def connector_entities(brokers, link_capacity=None):
     """A route-container connector from every router to every pool broker.
-    ``brokers``: [{name, host, amqp_port, user, password_file}]. The password
+    ``brokers``: [{name, host, amqp_port, user, password_file, ssl_profile}]. The password
     is named, never given: ``saslPassword: file:<password_file>`` (a file on
     every router host, written by the router role), so that no management
     QUERY returns it (qdrouterd returns a literal saslPassword in clear).
     ``link_capacity``: the connectors' linkCapacity (the credit a router gives
-    each broker queue's autoLink towards it; None: the router's default, 250)."""
+    each broker queue's autoLink towards it; None: the router's default, 250).
+    ``ssl_profile``: the router's sslProfile (static, qdrouterd.conf) trusting
+    the CA of the broker's certificate: the link is TLS and the broker's host
+    name is verified against ``host``."""
     out = {}
     for b in brokers:
         attrs = dict({"host": b["host"], "port": str(b["amqp_port"]), "role": "route-container"},
                      **_capacity(link_capacity))
+        if b.get("ssl_profile"):
+            attrs.update(sslProfile=b["ssl_profile"], verifyHostname=True)
         if b.get("user"):
             attrs.update(saslUsername=b["user"], saslPassword="file:" + b["password_file"], saslMechanisms="PLAIN")
         out[connector_name(b["name"])] = entity(CONNECTOR, **attrs)

@@ -54,7 +54,7 @@ def load_infra(path):
         if missing:
             errs.append("%s: brokers[%d] lacks %s" % (path, i, ", ".join(missing)))
             continue
-        why = connector_secret_errors(b)
+        why = connector_secret_errors(b) or broker_tls_errors(b)
         if why:
             errs.append("%s: brokers[%d] (%s): %s" % (path, i, b.get("name"), why))
     for i, r in enumerate(data.get("routers") or []):
@@ -133,6 +133,23 @@ def connector_secret_errors(broker):
     if not isinstance(pfile, str) or not pfile.startswith("/"):
         return "password_file: %r must be an absolute path on every router host (user %r needs it)" % (
             pfile, broker.get("user"))
+    return ""
+
+
+def broker_tls_errors(broker):
+    """Why the TLS settings of a pool broker are unusable ("" when fine):
+    ``ssl_profile`` (the routers' sslProfile for the connector) a name,
+    ``management_ca`` an absolute path, and an ``https://`` management_url."""
+    prof = broker.get("ssl_profile")
+    if prof is not None and (not isinstance(prof, str) or not re.match(r"^[A-Za-z0-9._-]+$", prof)):
+        return ("ssl_profile: %r must be the name of an sslProfile of the routers (letters, digits, '.', '_', '-'), "
+                "or absent for a plain connector" % (prof,))
+    ca = broker.get("management_ca")
+    if ca is not None and (not isinstance(ca, str) or not ca.startswith("/")):
+        return "management_ca: %r must be an absolute path on the control host (the CA of the broker's certificate)" % (
+            ca,)
+    if ca and not str(broker.get("management_url")).lower().startswith("https:"):
+        return "management_ca: given, but management_url %r is not https://" % (broker.get("management_url"),)
     return ""
 
 

@@ -62,7 +62,8 @@ class StandardService(object):
             b = self.brokers[name]
             self._clients[name] = _artemis_client.JolokiaClient(
                 b["management_url"], b["management_user"], b["management_password"],
-                origin=b.get("management_origin") or "http://localhost", timeout=self.infra["timeout"])
+                origin=b.get("management_origin") or "http://localhost", timeout=self.infra["timeout"],
+                ca_file=b.get("management_ca"))
         return self._clients[name]
 
     def broker(self, name):
