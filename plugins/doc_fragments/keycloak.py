@@ -91,4 +91,15 @@ options:
       - Timeout of one HTTP request to Keycloak, in seconds.
     type: int
     default: 30
+  keycloak_password_policy:
+    description:
+      - The realm's Keycloak password policy (C(passwordPolicy)): how Keycloak hashes the passwords of the
+        space's users, and any other policy of Keycloak's syntax (C(length(12\) and ...)).
+      - The default, PBKDF2-SHA256 with 10,000 iterations, makes setting a password and every login the auth
+        service cannot answer from its cache about 8x cheaper in Keycloak's CPU than Keycloak 26's own default
+        (argon2id), at the price of a cheaper offline guess against a stolen hash (docs/identity.md).
+      - An empty string sets no policy (Keycloak's default, argon2id). A changed hash setting applies to a
+        password when it is set again or at its next login.
+    type: str
+    default: hashAlgorithm(pbkdf2-sha256) and hashIterations(10000)
 '''

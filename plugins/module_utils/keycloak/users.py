@@ -46,7 +46,7 @@ HIDDEN_CHANGED = "(hidden, changed)"
 
 # ------------------------------------------------------------------ read
 
-def read_live(client, space):
+def read_live(client, space, workers=WORKERS):
     """``(users, groups)``: ``users`` username -> ``{"id", "enabled",
     "owned", "hash", "attributes", "groups": sorted managed groups}``;
     ``groups`` managed group name -> id. Raises ServiceError when the realm
@@ -62,14 +62,19 @@ def read_live(client, space):
                                   "owned": (attrs.get(OWNED_ATTRIBUTE) or [None])[0] == "true",
                                   "hash": (attrs.get(HASH_ATTRIBUTE) or [None])[0], "groups": []}
     by_id = dict((u["id"], u) for u in users.values())
-    groups = {}
-    for rep in client.paged(path(space, "groups"), {"briefRepresentation": "true"}):
-        if not is_managed_group(rep.get("name")):
-            continue
-        groups[rep["name"]] = rep["id"]
-        for member in client.paged(path(space, "groups", rep["id"], "members"), {"briefRepresentation": "true"}):
-            if member.get("id") in by_id:
-                by_id[member["id"]]["groups"].append(rep["name"])
+    groups = dict((rep["name"], rep["id"]) for rep in client.paged(path(space, "groups"), {"briefRepresentation": "true"})
+                  if is_managed_group(rep.get("name")))
+    names = sorted(groups)
+
+    def members(name):
+        return client.paged(path(space, "groups", groups[name], "members"), {"briefRepresentation": "true"})
+
+    # one request per group (Keycloak has no bulk read of memberships): in flight at once
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for name, found in zip(names, pool.map(members, names)):
+            for member in found:
+                if member.get("id") in by_id:
+                    by_id[member["id"]]["groups"].append(name)
     for user in users.values():
         user["groups"].sort()
     return users, groups
@@ -182,12 +187,16 @@ def _group_ids(client, space, names, groups):
 
 
 def _create(client, space, step, groups):
+    """One request: the user with its password and its groups (by path; the
+    groups exist: ``apply`` made them). A name with ``~`` (Keycloak's escape
+    character in group paths) is joined by id afterwards instead."""
     user = step["user"]
+    by_path = [g for g in step["groups"] if "~" not in g]
     created = client.request("POST", path(space, "users"), {
         "username": user["username"], "enabled": user.get("enabled", True), "requiredActions": [],
-        "attributes": _attributes({}, user["password"]),
+        "attributes": _attributes({}, user["password"]), "groups": ["/" + g for g in by_path],
         "credentials": [{"type": "password", "value": user["password"], "temporary": False}]})
-    for gid in _group_ids(client, space, step["groups"], groups):
+    for gid in _group_ids(client, space, [g for g in step["groups"] if g not in by_path], groups):
         client.request("PUT", path(space, "users", created["id"], "groups", gid))
 
 
