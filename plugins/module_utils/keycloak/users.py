@@ -51,6 +51,12 @@ def read_live(client, space, workers=WORKERS):
     "owned", "hash", "attributes", "groups": sorted managed groups}``;
     ``groups`` managed group name -> id. Raises ServiceError when the realm
     does not exist."""
+    users = read_users(client, space)
+    return users, read_memberships(client, space, users, workers)
+
+
+def read_users(client, space):
+    """The users of ``read_live`` with their ``groups`` still empty."""
     if read_realm(client, space) is None:
         raise ServiceError("address_space: realm %r does not exist in Keycloak at %s: the address space's realm "
                            "is made with the address space (or keycloak.realm.ensure_realm)"
@@ -61,6 +67,13 @@ def read_live(client, space, workers=WORKERS):
         users[rep["username"]] = {"id": rep["id"], "enabled": bool(rep.get("enabled")), "attributes": attrs,
                                   "owned": (attrs.get(OWNED_ATTRIBUTE) or [None])[0] == "true",
                                   "hash": (attrs.get(HASH_ATTRIBUTE) or [None])[0], "groups": []}
+    return users
+
+
+def read_memberships(client, space, users, workers=WORKERS):
+    """Fills the ``groups`` of ``users`` (read_users); the managed groups
+    name -> id. One request per group (Keycloak has no bulk read of
+    memberships), ``workers`` in flight."""
     by_id = dict((u["id"], u) for u in users.values())
     groups = dict((rep["name"], rep["id"]) for rep in client.paged(path(space, "groups"), {"briefRepresentation": "true"})
                   if is_managed_group(rep.get("name")))
@@ -69,7 +82,6 @@ def read_live(client, space, workers=WORKERS):
     def members(name):
         return client.paged(path(space, "groups", groups[name], "members"), {"briefRepresentation": "true"})
 
-    # one request per group (Keycloak has no bulk read of memberships): in flight at once
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         for name, found in zip(names, pool.map(members, names)):
             for member in found:
@@ -77,7 +89,7 @@ def read_live(client, space, workers=WORKERS):
                     by_id[member["id"]]["groups"].append(name)
     for user in users.values():
         user["groups"].sort()
-    return users, groups
+    return groups
 
 
 def view(username, live):
@@ -262,8 +274,13 @@ def converge(client, space, users, prune=False, update_password="always", check_
     """The users of ``space`` converged; the module result."""
     if update_password not in ("always", "on_create"):
         raise ValidationError("update_password: %r is not one of always, on_create" % (update_password,))
-    live, groups = read_live(client, space)
-    steps, warnings = plan(space, users, live, prune, stale_passwords(users, live, update_password))
+    live = read_users(client, space)
+    # the stored hashes are checked (CPU here) while the memberships are read (Keycloak's CPU)
+    with ThreadPoolExecutor(max_workers=1) as side:
+        checking = side.submit(stale_passwords, users, live, update_password)
+        groups = read_memberships(client, space, live)
+        stale = checking.result()
+    steps, warnings = plan(space, users, live, prune, stale)
     result = {"changed": bool(steps), "diff": diff_of(steps, live), "warnings": warnings}
     result["changes"] = changes_of(steps) if check_mode else apply(client, space, steps, live, groups)
     names = [u["username"] for u in users]
