@@ -23,6 +23,7 @@ class FakeKeycloak(object):
         self.token_expired = False
         self.down = False
         self.refuse_users = set()  # POST users of these names answers 500
+        self.count_behind = 0      # users/count answers this many less (users made since)
 
     def client(self):
         client = KeycloakClient("http://kc.test", "admin", "adminpw")
@@ -99,6 +100,8 @@ class FakeKeycloak(object):
             if method == "PUT":
                 realm["profile"] = body
             return 200, realm["profile"] if method == "GET" else None, None
+        if rest == ["count"]:
+            return 200, len(realm["users"]) - self.count_behind, None
         if not rest and method == "GET":
             users = sorted(realm["users"].values(), key=lambda u: u["username"])
             first, most = int(query.get("first", 0)), int(query.get("max", 100))

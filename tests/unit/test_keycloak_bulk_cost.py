@@ -125,3 +125,16 @@ def test_memberships_of_many_groups_read_in_parallel_are_complete(kc):
     serial = users.read_live(client, "s1", workers=1)
     assert users.read_live(client, "s1", workers=8) == serial
     assert all(serial[0]["u%03d" % i]["groups"] == ["recv_app-%d" % i, "send_app-%d" % i] for i in range(40))
+
+
+def test_users_are_read_in_pages_in_parallel_and_none_made_since_the_count_is_missed(kc):
+    client = kc.client()
+    realm.ensure_realm(client, "s1")
+    for i in range(250):
+        client.request("POST", "s1/users", {"username": "p%03d" % i, "enabled": True})
+    before = len(kc.requests)
+    assert sorted(users.read_users(client, "s1")) == ["p%03d" % i for i in range(250)]
+    reads = [r for r in kc.requests[before:] if r[1].endswith("/s1/users")]
+    assert len(reads) == 3                # pages of users.USERS_PAGE (100), not one page of 500
+    kc.count_behind = 120                 # 120 users made after the count was read
+    assert sorted(users.read_users(client, "s1", workers=3)) == ["p%03d" % i for i in range(250)]

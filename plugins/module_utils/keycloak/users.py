@@ -40,6 +40,8 @@ HASH_ATTRIBUTE = "enmasse.messaging.password"
 HASH_ITERATIONS = 10000
 # users applied at once (HTTP requests in flight)
 WORKERS = 8
+# users read per request (docs/identity.md "Cost": 100 costs a cold Keycloak a third less than 500)
+USERS_PAGE = 100
 HIDDEN = "(hidden)"
 HIDDEN_CHANGED = "(hidden, changed)"
 
@@ -51,18 +53,37 @@ def read_live(client, space, workers=WORKERS):
     "owned", "hash", "attributes", "groups": sorted managed groups}``;
     ``groups`` managed group name -> id. Raises ServiceError when the realm
     does not exist."""
-    users = read_users(client, space)
+    users = read_users(client, space, workers)
     return users, read_memberships(client, space, users, workers)
 
 
-def read_users(client, space):
+def _all_users(client, space, workers):
+    """Every user (full representation): pages of USERS_PAGE, ``workers`` in
+    flight (a cold Keycloak loads each user's attributes and credentials, and
+    a smaller page costs it less per user), then on from the last page when
+    users were made since the count."""
+    where, query = path(space, "users"), {"briefRepresentation": "false"}
+    count = client.request("GET", path(space, "users", "count")) or 0
+    firsts = list(range(0, int(count), USERS_PAGE)) or [0]
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        pages = list(pool.map(lambda first: client.request("GET", where, query=dict(query, first=first, max=USERS_PAGE))
+                              or [], firsts))
+    out = [rep for chunk in pages for rep in chunk]
+    if len(pages[-1]) == USERS_PAGE:
+        out.extend(client.paged(where, query, page=USERS_PAGE, first=firsts[-1] + USERS_PAGE))
+    return out
+
+
+def read_users(client, space, workers=WORKERS):
     """The users of ``read_live`` with their ``groups`` still empty."""
     if read_realm(client, space) is None:
         raise ServiceError("address_space: realm %r does not exist in Keycloak at %s: the address space's realm "
                            "is made with the address space (or keycloak.realm.ensure_realm)"
                            % (space, client.display_url))
     users = {}
-    for rep in client.paged(path(space, "users"), {"briefRepresentation": "false"}):
+    for rep in _all_users(client, space, workers):
+        if rep["username"] in users:
+            continue
         attrs = rep.get("attributes") or {}
         users[rep["username"]] = {"id": rep["id"], "enabled": bool(rep.get("enabled")), "attributes": attrs,
                                   "owned": (attrs.get(OWNED_ATTRIBUTE) or [None])[0] == "true",
