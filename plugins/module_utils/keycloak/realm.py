@@ -39,7 +39,7 @@ UNMANAGED_POLICY = "ADMIN_EDIT"
 # EnMasse allows one-character user names; Keycloak's default profile wants 3
 USERNAME_MIN = 1
 # Keycloak 26's default (no policy) is argon2id, 5 iterations, 7 MiB: about
-# 95 ms of CPU per password set or login checked on the benchmark host;
+# 85 ms of CPU per password set or login checked on the benchmark host;
 # PBKDF2-SHA256 with 10,000 iterations about 12 ms (docs/identity.md, the
 # trade-off; docs/benchmarks.md, the numbers). "" leaves Keycloak's default.
 PASSWORD_POLICY = "hashAlgorithm(pbkdf2-sha256) and hashIterations(10000)"
