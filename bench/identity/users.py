@@ -96,9 +96,9 @@ def main(argv=None):
                     keycloak_admin_password=server.admin_password)
         if opts.warmup:
             realm.ensure_realm(client, "warmup", password_policy=opts.password_policy)
-            res = helpers.run_module("messaging_user", dict(conn, address_space="warmup",
-                                                             users=workload(opts.warmup, opts.apps)))
-            helpers.run_module("messaging_user", dict(conn, address_space="warmup", users=workload(opts.warmup, opts.apps)))
+            warm = dict(conn, address_space="warmup", users=workload(opts.warmup, opts.apps))
+            res = helpers.run_module("messaging_user", warm)
+            helpers.run_module("messaging_user", warm)
             print("warm-up (%d users, not measured): %.1f s" % (opts.warmup, res.seconds), flush=True)
             realm.remove_realm(client, "warmup")
         for n in range(1, opts.rounds + 1):
