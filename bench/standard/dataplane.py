@@ -173,7 +173,8 @@ def main():
     prefix, why = build_router()
     if prefix is None:
         raise SystemExit(why)
-    env = StandardEnv(tempfile.mkdtemp(prefix="enmasse-bench-dp-"), prefix, routers=3, brokers=2)
+    # plain TCP as measured so far (tls=False: client_plain, the auth service plain); TLS is the product default
+    env = StandardEnv(tempfile.mkdtemp(prefix="enmasse-bench-dp-"), prefix, routers=3, brokers=2, tls=False)
     if args.worker_threads:
         env.router_settings["workerThreads"] = args.worker_threads
     for b in env.brokers:

@@ -23,7 +23,6 @@ Every subcommand prints one JSON object on stdout; verify.yml asserts on it.
 """
 import argparse
 import json
-import os
 import sys
 import time
 
@@ -32,19 +31,7 @@ from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
 from checks import delivery_problems, duplicates, isolation_problems
-
-
-def config():
-    with open(os.environ["DATAPLANE_CONFIG"]) as f:
-        return json.load(f)
-
-
-def url(router, space, cfg, user=None, password=None):
-    s = cfg["spaces"][space]
-    # a router is a host name (the space's port is the same on every router) or host:port
-    return dict(url="amqp://%s" % router if ":" in router else "amqp://%s:%d" % (router, s["port"]), user=user or s["user"],
-                password=password if password is not None else s["password"],
-                allowed_mechs="PLAIN", sasl_enabled=True, allow_insecure_mechs=True)
+from clients import auth_target, config, url
 
 
 class Base(MessagingHandler):
@@ -442,7 +429,7 @@ class Traffic(Base):
         first = self.queue_urls[0]
         self.qconn = event.container.connect(urls=[u["url"] for u in self.queue_urls], user=first["user"],
                                              password=first["password"], allowed_mechs="PLAIN",
-                                             sasl_enabled=True, allow_insecure_mechs=True)
+                                             sasl_enabled=True, ssl_domain=first["ssl_domain"])
         self.qsnd = event.container.create_sender(self.qconn, self.queue)
         rc = event.container.connect(**self.any_to)
         event.container.create_receiver(rc, self.anycast)
@@ -537,6 +524,8 @@ def main():
         s.add_argument("--user")
         s.add_argument("--password")
         s.add_argument("--anonymous", action="store_true")
+        s.add_argument("--plain", action="store_true", help="plain TCP (no TLS)")
+        s.add_argument("--ca", help="trust this CA file instead of the collection's")
     s = sub.add_parser("anycast")
     s.add_argument("--sender", required=True)
     s.add_argument("--receiver", required=True)
@@ -574,10 +563,7 @@ def main():
     elif a.cmd == "no-credit":
         h = NoCredit(url(a.router, a.space, cfg), a.address, a.wait)
     elif a.cmd == "auth":
-        target = url(a.router, a.space, cfg, user=a.user, password=a.password)
-        if a.anonymous:
-            target = dict(url=target["url"], allowed_mechs="ANONYMOUS", sasl_enabled=True)
-        h = Auth(target, timeout=a.timeout)
+        h = Auth(auth_target(a, cfg), timeout=a.timeout)
     elif a.cmd == "anycast":
         h = Anycast(url(a.sender, a.space, cfg), url(a.receiver, a.space, cfg), a.address)
     elif a.cmd == "multicast":

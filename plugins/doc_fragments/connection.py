@@ -30,6 +30,12 @@ options:
       - Management listens on the broker host only; run the task on that host
         (C(delegate_to)).
     type: str
+  management_ca:
+    description:
+      - CA certificate (PEM file on the host that runs the module) an C(https://) O(management_url) is verified
+        against, host name included. Without it the system's trust store is used; the certificate is always
+        verified. The broker role writes it to the connection file when the management is HTTPS.
+    type: path
   management_user:
     description:
       - User with a management role on the broker.

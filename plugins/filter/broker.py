@@ -105,10 +105,23 @@ def broker_placement(address_spaces, brokers):
     return out
 
 
-def broker_layout_errors(address_spaces, ports, port_offset_step=100):
+def _space_ports(ports, offset, plain_port_offset, stype):
+    """(label, port) of every port of one instance: the TLS acceptors, Jolokia
+    and, with ``plain_port_offset`` (not None) and not on the pool, the plain
+    acceptors at port + plain_port_offset."""
+    out = [(proto, ports[proto] + offset) for proto in PORT_NAMES]
+    if plain_port_offset is not None and stype != "pool":
+        out += [(proto + "-plain", ports[proto] + offset + plain_port_offset) for proto in PROTOCOLS]
+    return out
+
+
+def broker_layout_errors(address_spaces, ports, port_offset_step=100, plain_port_offset=None):
     """Every error in the spaces and ports of one host, as messages."""
     errors = []
     port_offset_step = _int(port_offset_step)
+    plain_port_offset = _int(plain_port_offset)
+    if plain_port_offset is not None and (not _is_int(plain_port_offset) or plain_port_offset < 1):
+        errors.append("broker_plain_port_offset: %s must be an integer >= 1" % fmt(plain_port_offset))
     if not isinstance(ports, dict) or sorted(ports) != sorted(PORT_NAMES):
         return ["broker_ports: %s must map exactly %s to port numbers" % (fmt(ports), ", ".join(PORT_NAMES))]
     ports = dict((k, _int(v)) for k, v in ports.items())
@@ -146,12 +159,12 @@ def broker_layout_errors(address_spaces, ports, port_offset_step=100):
         elif not _is_int(offset) or offset < 0:
             errors.append("%s.port_offset: %s must be an integer >= 0" % (where, fmt(offset)))
             continue
-        for proto in PORT_NAMES:
-            port = ports[proto] + offset
+        for proto, port in _space_ports(ports, offset, plain_port_offset, stype):
             label = "%s %s" % (name, proto)
             if port > 65535:
-                errors.append("%s: port %s = broker_ports.%s %d + port offset %d is above 65535"
-                              % (where, port, proto, ports[proto], offset))
+                errors.append("%s: port %s of %s (broker_ports + port offset %d%s) is above 65535"
+                              % (where, port, proto, offset,
+                                 " + broker_plain_port_offset" if proto.endswith("-plain") else ""))
             elif port in seen_ports:
                 errors.append("%s: port %d (%s) is also used by %s; ports must be distinct across protocols "
                               "and address spaces on one host: set port_offset" % (where, port, label, seen_ports[port]))
@@ -161,15 +174,20 @@ def broker_layout_errors(address_spaces, ports, port_offset_step=100):
 
 
 def broker_layout(address_spaces, ports, port_offset_step=100, instances_dir="/var/lib/artemis/instances",
-                  credentials_dir="credentials", java_memory="512M", global_max_size="", endpoint_host="localhost"):
+                  credentials_dir="credentials", java_memory="512M", global_max_size="", endpoint_host="localhost",
+                  plain_port_offset=None, pool_management_tls=False):
     """The instances of one broker host: one dict per address space with its
-    name, plan, broker_name, instance_dir, service, ports, java_memory,
-    global_max_size, users, password files and client endpoints.
+    name, plan, broker_name, instance_dir, service, ports, plain_ports,
+    java_memory, global_max_size, users, password files, management URL and
+    client endpoints.
 
     Instance i gets ``port + port_offset`` for each port of ``ports``
-    (default offset ``i * port_offset_step``). Raises one error listing every
-    problem (bad name, duplicate, port clash or out of range)."""
-    errors = broker_layout_errors(address_spaces, ports, port_offset_step)
+    (default offset ``i * port_offset_step``); its client acceptors are TLS.
+    ``plain_port_offset`` (None: none) adds plain acceptors at TLS port + it,
+    except on the pool. ``pool_management_tls``: the pool's Jolokia is HTTPS.
+    Raises one error listing every problem (bad name, duplicate, port clash or
+    out of range)."""
+    errors = broker_layout_errors(address_spaces, ports, port_offset_step, plain_port_offset)
     if errors:
         raise AnsibleFilterError("broker_layout: " + "; ".join(errors))
     out = []
@@ -180,7 +198,10 @@ def broker_layout(address_spaces, ports, port_offset_step=100, instances_dir="/v
         offset = _int(space.get("port_offset"))
         if offset is None:
             offset = i * port_offset_step
-        space_ports = dict((proto, ports[proto] + offset) for proto in PORT_NAMES)
+        all_ports = _space_ports(ports, offset, _int(plain_port_offset), space.get("type") or "brokered")
+        space_ports = dict(p for p in all_ports if not p[0].endswith("-plain"))
+        plain_ports = dict((p[0][:-len("-plain")], p[1]) for p in all_ports if p[0].endswith("-plain"))
+        https = pool_management_tls and space.get("type") == "pool"
         out.append({
             "name": name,
             # "pool": the broker of the standard address spaces' pool on this host
@@ -190,15 +211,19 @@ def broker_layout(address_spaces, ports, port_offset_step=100, instances_dir="/v
             "instance_dir": "%s/%s" % (instances_dir, name),
             "service": "artemis@%s.service" % name,
             "ports": space_ports,
+            "plain_ports": plain_ports,
             "java_memory": space.get("java_memory") or java_memory,
             "global_max_size": space.get("global_max_size") or global_max_size,
             "messaging_user": messaging_user(name),
             "management_user": name + "-admin",
             "messaging_password_file": "%s/%s-messaging" % (credentials_dir, name),
             "management_password_file": "%s/%s-management" % (credentials_dir, name),
-            "management_url": "http://127.0.0.1:%d/console/jolokia" % space_ports["jolokia"],
-            "endpoints": [{"name": proto, "host": endpoint_host, "port": space_ports[proto], "protocols": [proto]}
-                          for proto in PROTOCOLS],
+            "management_url": "%s://127.0.0.1:%d/console/jolokia" % ("https" if https else "http",
+                                                                     space_ports["jolokia"]),
+            "endpoints": [{"name": proto, "host": endpoint_host, "port": space_ports[proto], "protocols": [proto],
+                           "tls": True} for proto in PROTOCOLS]
+            + [{"name": proto + "-plain", "host": endpoint_host, "port": plain_ports[proto], "protocols": [proto],
+                "tls": False} for proto in PROTOCOLS if proto in plain_ports],
         })
         if out[-1]["type"] == "pool":
             # the user the routers' connectors log in with (role broker_router_role)

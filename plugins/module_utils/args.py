@@ -16,6 +16,7 @@ import copy
 CONNECTION_ARGS = dict(
     connection_file=dict(type="path"),
     management_url=dict(type="str"),
+    management_ca=dict(type="path"),
     management_user=dict(type="str"),
     management_password=dict(type="str", no_log=True),
     broker_name=dict(type="str"),

@@ -139,7 +139,7 @@ address_space:
       phase: Active
       messages: []
       endpoints:
-        - {name: amqp, host: broker1.example.com, port: 5672, protocols: [amqp]}
+        - {name: amqp, host: broker1.example.com, port: 5672, protocols: [amqp], tls: true}
   contains:
     exists:
       description: The space is recorded in the ledger (after the task).
@@ -147,7 +147,7 @@ address_space:
       returned: always
     status:
       description: C(ready), C(phase) (C(Active), C(Configuring), C(Pending), C(Failed), C(Deleted)),
-        C(messages) (problems found) and C(endpoints) (C(name), C(host), C(port), C(protocols)).
+        C(messages) (problems found) and C(endpoints) (C(name), C(host), C(port), C(protocols), C(tls) - true when the port speaks TLS).
       type: dict
       returned: always
 changes:

@@ -62,7 +62,7 @@ address_space:
       phase: Active
       messages: []
       endpoints:
-        - {name: amqp, host: broker1.example.com, port: 5672, protocols: [amqp]}
+        - {name: amqp, host: broker1.example.com, port: 5672, protocols: [amqp], tls: true}
   contains:
     exists:
       description: The space is recorded in the ledger.

@@ -41,6 +41,8 @@ DEFAULTS = {
     "max_ttl": 2000,
     "timeout": 10.0,
     "idle": 0.5,
+    # amqps: the CA the broker's certificate (and host name) is verified against
+    "ca": None,
 }
 RESTART_BATCH = "enmasse_restart_batch"
 
@@ -72,13 +74,17 @@ def parse_url(url, user=None, password=None):
     return scheme, u.hostname or "127.0.0.1", port, user, password
 
 
-def connect(url, user=None, password=None, anonymous=False, timeout=10.0):
+def connect(url, user=None, password=None, anonymous=False, timeout=10.0, ca=None):
     """A BlockingConnection: SASL PLAIN with the URL's (or given) credentials,
-    or SASL ANONYMOUS when ``anonymous`` or no user is known."""
+    or SASL ANONYMOUS when ``anonymous`` or no user is known. ``amqps`` with
+    ``ca``: the server's certificate and host name verified against it."""
     scheme, host, port, user, password = parse_url(url, user, password)
     kw = {"timeout": timeout}
     if scheme == "amqps":
         kw["ssl_domain"] = SSLDomain(SSLDomain.MODE_CLIENT)
+        if ca:
+            kw["ssl_domain"].set_trusted_ca_db(ca)
+            kw["ssl_domain"].set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
     if anonymous or not user:
         kw["allowed_mechs"] = "ANONYMOUS"
     else:
@@ -90,7 +96,8 @@ def connect(url, user=None, password=None, anonymous=False, timeout=10.0):
 @contextlib.contextmanager
 def connection(cfg, user=None, password=None, anonymous=False):
     conn = connect(cfg.url, user if user is not None else cfg.user,
-                   password if password is not None else cfg.password, anonymous, cfg.timeout)
+                   password if password is not None else cfg.password, anonymous, cfg.timeout,
+                   getattr(cfg, "ca", None))
     try:
         yield conn
     finally:
@@ -402,6 +409,7 @@ def main(argv=None):
     p.add_argument("--max-ttl", type=int, default=DEFAULTS["max_ttl"],
                    help="maximum message TTL of the ttl queue, ms (default: %(default)s)")
     p.add_argument("--timeout", type=float, default=DEFAULTS["timeout"], help="seconds per wait")
+    p.add_argument("--ca", help="amqps: CA file the broker's certificate and host name are verified against")
     args = p.parse_args(argv)
     cfg = config(**dict((k, v) for k, v in vars(args).items() if k != "phase"))
     results = run_checks(cfg, args.phase, out=lambda line: print(line, flush=True))

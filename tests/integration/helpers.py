@@ -20,6 +20,7 @@ import fcntl
 import importlib.util
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -224,7 +225,7 @@ class ArtemisBroker(object):
         return "amqp://%s:%s@127.0.0.1:%d" % (user, password, self.amqp_port)
 
     # --------------------------------------------------------------- create
-    def create(self, role_vars=None, space_type="brokered"):
+    def create(self, role_vars=None, space_type="brokered", tls=False):
         """``artemis create`` makes the instance (as roles/broker does), then
         etc/broker.xml is the role's own template rendered by Ansible with the
         role's defaults (``render_role_broker_xml``): the tests run the
@@ -242,7 +243,7 @@ class ArtemisBroker(object):
         cmd.append(self.instance)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
         etc = os.path.join(self.instance, "etc")
-        self.render_broker_xml(role_vars, space_type)
+        self.render_broker_xml(role_vars, space_type, tls)
         with open(os.path.join(etc, "artemis-users.properties"), "a") as f:
             f.write("\n%s = %s\n" % (self.messaging_user, self.messaging_password))
             if space_type == "pool":  # the routers' user of the standard pool (role broker_router_role)
@@ -272,11 +273,12 @@ class ArtemisBroker(object):
         return {"amqp": self.amqp_port, "core": self.core_port, "openwire": self.openwire_port,
                 "stomp": self.stomp_port, "mqtt": self.mqtt_port, "jolokia": self.http_port}
 
-    def render_broker_xml(self, role_vars=None, space_type="brokered"):
-        """Write etc/broker.xml from roles/broker/templates/broker.xml.j2."""
+    def render_broker_xml(self, role_vars=None, space_type="brokered", tls=False):
+        """Write etc/broker.xml from roles/broker/templates/broker.xml.j2
+        (``tls``: the acceptors keep their TLS, reading role_vars' broker_tls_dir)."""
         render_role_broker_xml(os.path.join(self.instance, "etc", "broker.xml"), self.name, self.ports,
                                role_vars=role_vars, schema=os.path.join(artemis_home(), "schema", "artemis-server.xsd"),
-                               space_type=space_type)
+                               space_type=space_type, tls=tls)
 
     # ------------------------------------------------------------ lifecycle
     def start(self, timeout=120):
@@ -579,13 +581,15 @@ def run_playbook(tasks, extra_vars=None, check=False, diff=False, timeout=900):
 
 # ------------------------------------------------------------ role configuration
 
-def render_role_broker_xml(dest, broker_name, ports, space="itest", role_vars=None, schema=None, space_type="brokered"):
+def render_role_broker_xml(dest, broker_name, ports, space="itest", role_vars=None, schema=None, space_type="brokered",
+                           tls=False):
     """Render roles/broker/templates/broker.xml.j2 to ``dest`` the way the role
     does: ansible-playbook includes the role's layout (tasks_from: layout, with
     the role's defaults and the enmasse.messaging.broker_layout filter) for one
     space on ``ports`` and runs the template task with ``__space`` set, then
     validates the result against Artemis' schema. ``role_vars`` override role
-    variables (extra vars)."""
+    variables (extra vars). ``tls`` false (the default): the acceptors' TLS
+    parameters are taken out (``plain_acceptors``)."""
     extra = {"broker_address_spaces": [{"name": space, "type": space_type, "plan": DEFAULT_PLAN,
                                         "broker_name": broker_name, "port_offset": 0}],
              "broker_ports": dict(ports), "broker_bind_address": "127.0.0.1",
@@ -602,4 +606,23 @@ def render_role_broker_xml(dest, broker_name, ports, space="itest", role_vars=No
     ]
     res = run_playbook(tasks, extra_vars=extra, timeout=300)
     assert res.rc == 0, "could not render the role's broker.xml: %r" % res
+    if not tls:
+        plain_acceptors(dest)
     return dest
+
+
+# the TLS parameters broker.xml.j2 puts on every client acceptor
+TLS_ACCEPTOR_PARAMS = re.compile(r";sslEnabled=true;keyStoreType=PEMCFG;keyStorePath=[^;<]*;enabledProtocols=[^;<]*")
+
+
+def plain_acceptors(path):
+    """The role's acceptors without their TLS parameters, for the integration
+    tests that predate TLS and connect in plain TCP (TLS itself: molecule/default,
+    tests/integration/tls_checks.py, tests/unit/test_broker_tls.py). Fails
+    when the template's TLS parameters are not found (the template changed)."""
+    with open(path) as f:
+        xml = f.read()
+    out, count = TLS_ACCEPTOR_PARAMS.subn("", xml)
+    assert count == 5, "expected the TLS parameters on 5 acceptors of %s, found %d" % (path, count)
+    with open(path, "w") as f:
+        f.write(out)

@@ -14,6 +14,92 @@ import time
 import routers
 from helpers import ArtemisBroker, free_port
 
+# the static sslProfiles of the router role's qdrouterd.conf (the infra file's defaults)
+CLIENT_SSL_PROFILE = "clients"
+AUTH_SSL_PROFILE = "auth-service"
+
+
+class LocalCA(object):
+    """A CA on disk (``ca.pem``, ``ca.key`` in ``directory``) and the server
+    certificates it signs, with the ``cryptography`` package the collection's
+    community.crypto needs anyway. ``existing``: (cert, key) paths of a CA made
+    elsewhere (the collection's, made by the router role through the pki role)."""
+
+    def __init__(self, directory, name="enmasse test CA", existing=None):
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        self.dir = directory
+        os.makedirs(directory, exist_ok=True)
+        if existing:
+            self.cert_file, key_file = existing
+            with open(self.cert_file, "rb") as f:
+                self.cert = x509.load_pem_x509_certificate(f.read())
+            with open(key_file, "rb") as f:
+                self.key = serialization.load_pem_private_key(f.read(), None)
+            return
+        self.key = ec.generate_private_key(ec.SECP256R1())
+        self.cert = self._builder(name, name, self.key.public_key(), 1).add_extension(
+            x509.BasicConstraints(ca=True, path_length=0), critical=True).sign(self.key, hashes.SHA256())
+        self.cert_file = self._write("ca.pem", self.cert.public_bytes(serialization.Encoding.PEM))
+        self._write("ca.key", self.key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                     serialization.NoEncryption()))
+
+    @staticmethod
+    def _builder(subject, issuer, public_key, serial):
+        import datetime
+        from cryptography import x509
+        from cryptography.x509.oid import NameOID
+        now = datetime.datetime.now(datetime.timezone.utc)
+        return (x509.CertificateBuilder()
+                .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+                .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+                .public_key(public_key).serial_number(serial)
+                .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=2)))
+
+    def _write(self, name, data):
+        path = os.path.join(self.dir, name)
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+            f.write(data)
+        return path
+
+    def issue(self, name, hosts=("127.0.0.1", "localhost")):
+        """(certificate, key) files of a server certificate for ``hosts``
+        (each a DNS entry, an address an IP entry too: proton checks the DNS
+        entries only, Python's ssl the IP ones)."""
+        import ipaddress
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+        key = ec.generate_private_key(ec.SECP256R1())
+        sans = [x509.DNSName(h) for h in hosts]
+        for h in hosts:
+            try:
+                sans.append(x509.IPAddress(ipaddress.ip_address(h)))
+            except ValueError:
+                pass
+        issuer = self.cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value
+        cert = (self._builder(name, issuer, key.public_key(), int.from_bytes(os.urandom(8), "big"))
+                .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+                .sign(self.key, hashes.SHA256()))
+        return (self._write(name + ".pem", cert.public_bytes(serialization.Encoding.PEM)),
+                self._write(name + ".key", key.private_bytes(serialization.Encoding.PEM,
+                                                             serialization.PrivateFormat.PKCS8,
+                                                             serialization.NoEncryption())))
+
+
+def client_domain(ca_file):
+    """A proton client SSLDomain trusting ``ca_file`` and checking the
+    server's name (as a client of a space should)."""
+    from proton import SSLDomain
+    domain = SSLDomain(SSLDomain.MODE_CLIENT)
+    domain.set_trusted_ca_db(ca_file)
+    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME, ca_file)
+    return domain
+
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 
@@ -59,8 +145,14 @@ class Router(object):
                 ["vhost", {"hostname": "$default", "allowUnknownUser": True, "groups": {"$default": ALLOW_ALL}}],
                 ["listener", {"name": "management", "host": "127.0.0.1", "port": str(self.management_port),
                               "role": "normal", "authenticatePeer": False}],
+                # what the router role's qdrouterd.conf has: the space listeners and auth plugins name them
+                ["sslProfile", {"name": CLIENT_SSL_PROFILE, "certFile": self.env.router_cert[0],
+                                "privateKeyFile": self.env.router_cert[1]}],
+                ["sslProfile", {"name": AUTH_SSL_PROFILE, "caCertFile": self.env.ca.cert_file}],
                 ["listener", {"name": "inter-router", "host": "127.0.0.1", "port": str(self.inter_router_port),
                               "role": "inter-router", "authenticatePeer": False}]]
+        if self.env.broker_tls:  # as the router role's qdrouterd.conf: the CA of the brokers' certificates
+            ents.append(["sslProfile", {"name": "brokers", "caCertFile": self.env.tls_files["ca"]}])
         for other in self.env.routers[:self.index]:
             ents.append(["connector", {"name": "mesh-%s" % other.id, "host": "127.0.0.1",
                                        "port": str(other.inter_router_port), "role": "inter-router"}])
@@ -109,12 +201,16 @@ class AuthService(object):
         os.makedirs(self.users_dir)
         self.port = free_port()
         self.proc = None
+        self.tls = None  # (certificate, key) files: serve TLS (the product's default)
 
     def start(self):
         import sys
         cfg = os.path.join(self.dir, "config.json")
+        config = {"listen_host": "127.0.0.1", "listen_port": self.port, "users_dir": self.users_dir}
+        if self.tls:
+            config.update(tls_cert=self.tls[0], tls_key=self.tls[1])
         with open(cfg, "w") as f:
-            json.dump({"listen_host": "127.0.0.1", "listen_port": self.port, "users_dir": self.users_dir}, f)
+            json.dump(config, f)
         log = open(os.path.join(self.dir, "service.log"), "a")
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "import sys; from ansible_collections.enmasse.messaging.plugins.module_utils.auth."
@@ -147,12 +243,23 @@ class StandardEnv(object):
     of the role's instance type ``pool``, with its routers' user) + the auth
     service + the infrastructure file. ``role_routers``: the routers run the
     configuration the router role renders (role_routers.py: inter-router
-    mutual TLS, the broker password files), else a plain test mesh."""
+    mutual TLS, the broker password files, the sslProfiles of the clients and
+    the auth service from the collection's CA), else a plain test mesh with
+    the same two sslProfiles. ``tls``: as the product by default, the space
+    listeners on TLS only and the auth service on TLS (``ca.cert_file`` is the
+    CA clients trust: ``client_domain``); False: plain TCP for both."""
 
-    def __init__(self, base_dir, prefix, routers=3, brokers=2, role_routers=False):
+    def __init__(self, base_dir, prefix, routers=3, brokers=2, role_routers=False, tls=True, broker_tls=False):
         self.base_dir = base_dir
+        # broker_tls: the brokers' acceptors are TLS (a CA and certificate made here, tls_pki.py), the
+        # routers have the sslProfile brokers and the infrastructure file names it (ssl_profile)
+        self.broker_tls = broker_tls
+        self.tls_files = None
         self.prefix = prefix
         self.role_routers = role_routers
+        self.tls = tls
+        self.ca = None  # LocalCA: the collection's (role_routers) or one made here
+        self.router_cert = None
         self.link_capacity = None  # the infrastructure file's link_capacity (None: the router's default)
         self.router_settings = {}  # more attributes of the router entity (the test mesh only; bench/standard/dataplane.py)
         self.password_files = {}
@@ -171,16 +278,47 @@ class StandardEnv(object):
         self.port_range = (lo, lo + 20)
 
     def start(self):
-        self.auth_service.start()
+        role_vars = None
+        if self.broker_tls:
+            import tls_pki
+            self.tls_files = tls_pki.broker_tls_dir(os.path.join(self.base_dir, "tls"))
+            role_vars = {"broker_tls_dir": self.tls_files["dir"]}
         for b in self.brokers:
-            b.create(space_type="pool")
+            b.create(space_type="pool", role_vars=role_vars, tls=self.broker_tls)
             b.start()
         self.write_password_files()
+        self.make_certificates()
+        self.auth_service.start()
         for r in self.routers:
             r.start()
         self.wait_mesh()
         self.write_infra()
         return self
+
+    def make_certificates(self):
+        """The CA (with role_routers the collection's, which the router role
+        made through the pki role), the test mesh's router certificate and the
+        auth service's (signed by that CA, as the auth_service role does)."""
+        pki = os.path.join(self.base_dir, "pki")
+        if self.role_routers:
+            ca_dir = os.path.join(self.base_dir, "role", "credentials", "ca")
+            self.ca = LocalCA(pki, existing=(os.path.join(ca_dir, "ca.pem"), os.path.join(ca_dir, "ca.key")))
+        else:
+            self.ca = LocalCA(pki)
+            self.router_cert = self.ca.issue("router")
+        if self.tls:
+            self.auth_service.tls = self.ca.issue("auth-service")
+
+    def client_domain(self, ca_file=None):
+        """What a client of a space connects with: trusts the CA (``ca_file``: another one)."""
+        return client_domain(ca_file or self.ca.cert_file)
+
+    def client_url(self, port):
+        return "%s://127.0.0.1:%d" % ("amqps" if self.tls else "amqp", port)
+
+    def client_kwargs(self):
+        """The BlockingConnection arguments of a client of a space."""
+        return {"ssl_domain": self.client_domain()} if self.tls else {}
 
     def write_password_files(self):
         """The routers' broker passwords in files (the connectors name them):
@@ -210,7 +348,8 @@ class StandardEnv(object):
             "brokers": [{"name": b.name, "host": "127.0.0.1", "amqp_port": b.amqp_port,
                          "user": b.router_user, "password_file": self.password_files[b.name],
                          "management_url": b.management_url, "management_user": b.management_user,
-                         "management_password": b.management_password, "broker_name": b.name}
+                         "management_password": b.management_password, "broker_name": b.name,
+                         "ssl_profile": "brokers" if self.broker_tls else None}
                         for b in self.brokers],
             "auth_service": self.auth,
             "port_range": list(self.port_range),
@@ -221,6 +360,9 @@ class StandardEnv(object):
         }
         if self.link_capacity:
             data["link_capacity"] = self.link_capacity
+        if not self.tls:  # the defaults: client_ssl_profile clients, auth_service.ssl_profile auth-service
+            data.update(client_ssl_profile="", client_plain=True)
+            data["auth_service"] = dict(self.auth, ssl_profile="")
         with open(self.infra_file, "w") as f:
             json.dump(data, f)
 

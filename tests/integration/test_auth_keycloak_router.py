@@ -52,14 +52,15 @@ def service_and_router(keycloak, root, cache_ttl):
     prefix = plain.build_router()
     users_dir = os.path.join(root, "users")   # unused by the keycloak backend
     os.makedirs(users_dir)
-    service = plain.AuthService(os.path.join(root, "service"), users_dir, free_port(), extra={
+    tls = plain.make_tls(root)
+    service = plain.AuthService(os.path.join(root, "service"), users_dir, free_port(), tls=plain.service_tls(tls), extra={
         "backend": "keycloak", "keycloak_url": keycloak.url, "keycloak_timeout": 5, "cache_ttl": cache_ttl,
         "log_level": "DEBUG"}).start()
     mgmt = free_port()
     ports = {SPACE_A: free_port(), SPACE_B: free_port()}
     conf = os.path.join(root, "qdrouterd.json")
     with open(conf, "w") as handle:
-        handle.write(plain.router_config(mgmt, ports, service.port))
+        handle.write(plain.router_config(mgmt, ports, service.port, tls))
     log_path = os.path.join(root, "qdrouterd.log")
     log = open(log_path, "w")
     proc = subprocess.Popen([os.path.join(prefix, "sbin", "qdrouterd"), "-c", conf],
@@ -68,7 +69,7 @@ def service_and_router(keycloak, root, cache_ttl):
         for port in [mgmt] + list(ports.values()):
             plain.wait_listening(port, proc, log_path, "qdrouterd")
         yield {"mgmt": "amqp://127.0.0.1:%d" % mgmt, "ports": ports, "service": service, "router": proc,
-               "router_log": log_path, "keycloak": keycloak}
+               "router_log": log_path, "keycloak": keycloak, "ca": tls["ca"]}
     finally:
         plain.stop(proc)
         log.close()

@@ -8,7 +8,10 @@ files in ../lib/enmasse_auth, on the system python3 in isolated mode, so an
 Ansible import or a non-stdlib dependency fails here. The router is configured
 as the standard design does it: vhost policy on, per space a vhost, an
 authServicePlugin (realm = the space) and a multiTenant listener with
-authenticatePeer, saslMechanisms PLAIN and that plugin."""
+authenticatePeer, saslMechanisms PLAIN and that plugin; as the product by
+default, the listeners take TLS only (sslProfile ``clients``) and the plugins
+reach the service over TLS (sslProfile ``auth-service`` trusting the CA that
+signed the service's certificate)."""
 import json
 import os
 import shutil
@@ -22,6 +25,7 @@ import pytest
 
 import routers
 from helpers import free_port
+from standard_env import AUTH_SSL_PROFILE, CLIENT_SSL_PROFILE, LocalCA, client_domain
 
 from ansible_collections.enmasse.messaging.plugins.lookup import job_bundle
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
@@ -81,27 +85,43 @@ ALLOW_ALL = {"users": "*", "remoteHosts": "*", "sources": "*", "targets": "*",
              "allowDynamicSource": True, "allowAnonymousSender": True}
 
 
-def router_config(mgmt_port, space_ports, auth_port, ssl_profile=None):
+def make_tls(root):
+    """A CA, the router's certificate for its clients and the service's, as
+    the router and auth_service roles make them from the collection's CA."""
+    ca = LocalCA(os.path.join(root, "pki"))
+    return {"ca": ca.cert_file, "router": ca.issue("router"), "service": ca.issue("auth-service")}
+
+
+def service_tls(tls):
+    return {"tls_cert": tls["service"][0], "tls_key": tls["service"][1]}
+
+
+def router_config(mgmt_port, space_ports, auth_port, tls=None):
     """The standard design's router: policy on, $default vhost for the
     management listener, per space a vhost, an authServicePlugin (realm =
-    space) and a multiTenant listener delegating SASL PLAIN to it."""
+    space) and a multiTenant listener delegating SASL PLAIN to it. ``tls``
+    (make_tls): the listeners TLS only, the plugins over TLS (the product's
+    default); None: plain TCP both."""
     parts = [entity("router", mode="standalone", id="auth-test"),
              entity("policy", enableVhostPolicy=True, defaultVhost="$default"),
              entity("vhost", hostname="$default", allowUnknownUser=True, groups={"$default": ALLOW_ALL}),
              entity("listener", name="management", host="127.0.0.1", port=mgmt_port, role="normal",
                     authenticatePeer=False, saslMechanisms="ANONYMOUS"),
              entity("log", module="DEFAULT", enable="info+")]
-    if ssl_profile:
-        parts.append(entity("sslProfile", **ssl_profile))
+    plugin_tls, listener_tls = {}, {}
+    if tls:
+        parts += [entity("sslProfile", name=CLIENT_SSL_PROFILE, certFile=tls["router"][0],
+                         privateKeyFile=tls["router"][1]),
+                  entity("sslProfile", name=AUTH_SSL_PROFILE, caCertFile=tls["ca"])]
+        plugin_tls, listener_tls = {"sslProfile": AUTH_SSL_PROFILE}, {"sslProfile": CLIENT_SSL_PROFILE,
+                                                                      "requireSsl": True}
     for space, port in sorted(space_ports.items()):
-        plugin = dict(name="enmasse/%s/auth" % space, host="127.0.0.1", port=auth_port, realm=space)
-        if ssl_profile:
-            plugin["sslProfile"] = ssl_profile["name"]
+        plugin = dict(name="enmasse/%s/auth" % space, host="127.0.0.1", port=auth_port, realm=space, **plugin_tls)
         parts += [entity("vhost", hostname=space, allowUnknownUser=True, groups={"$default": ALLOW_ALL}),
                   entity("authServicePlugin", **plugin),
                   entity("listener", name="enmasse/%s/amqp" % space, host="127.0.0.1", port=port, role="normal",
                          multiTenant=True, policyVhost=space, authenticatePeer=True, saslMechanisms="PLAIN",
-                         saslPlugin="enmasse/%s/auth" % space),
+                         saslPlugin="enmasse/%s/auth" % space, **listener_tls),
                   entity("address", prefix="%s/" % space, distribution="balanced")]
     return json.dumps(parts, indent=1)
 
@@ -170,11 +190,12 @@ def env(tmp_path_factory):
     # the same user name in another realm, another password and only send on q1
     write_users(users_dir, "space-b", {"alice": ("secret-b", ["send_q1", "manage"])})
     # space-c: no users file yet (a space being added)
-    service = AuthService(str(root / "service"), users_dir, free_port()).start()
+    tls = make_tls(str(root))
+    service = AuthService(str(root / "service"), users_dir, free_port(), tls=service_tls(tls)).start()
     mgmt = free_port()
     ports = dict((s, free_port()) for s in SPACES)
     conf = root / "qdrouterd.json"
-    conf.write_text(router_config(mgmt, ports, service.port))
+    conf.write_text(router_config(mgmt, ports, service.port, tls))
     log_path = str(root / "qdrouterd.log")
     log = open(log_path, "w")
     proc = subprocess.Popen([os.path.join(prefix, "sbin", "qdrouterd"), "-c", str(conf)],
@@ -183,7 +204,7 @@ def env(tmp_path_factory):
         for port in [mgmt] + list(ports.values()):
             wait_listening(port, proc, log_path, "qdrouterd")
         yield {"mgmt": "amqp://127.0.0.1:%d" % mgmt, "ports": ports, "service": service,
-               "users_dir": users_dir, "router_log": log_path}
+               "users_dir": users_dir, "router_log": log_path, "ca": tls["ca"]}
     finally:
         stop(proc)
         log.close()
@@ -193,7 +214,11 @@ def env(tmp_path_factory):
 # ------------------------------------------------------------ clients
 
 def connect(env, space, user, password, mechs="PLAIN"):
+    """A client of ``space``: over TLS trusting the env's CA (env["ca"]), else plain TCP."""
     from proton.utils import BlockingConnection
+    if env.get("ca"):
+        return BlockingConnection("amqps://127.0.0.1:%d" % env["ports"][space], user=user, password=password,
+                                  allowed_mechs=mechs, ssl_domain=client_domain(env["ca"]), timeout=30)
     return BlockingConnection("amqp://127.0.0.1:%d" % env["ports"][space], user=user, password=password,
                               allowed_mechs=mechs, allow_insecure_mechs=True, timeout=30)
 
@@ -236,6 +261,14 @@ def test_right_password_opens_the_connection_and_a_message_round_trips(env):
     finally:
         conn.close()
     assert "realm 'space-a' user 'alice': authenticated as 'alice'" in env["service"].text()
+
+
+def test_by_default_clients_and_the_service_speak_tls_and_plain_tcp_is_refused(env):
+    conn = connect(env, "space-a", "alice", "secret-a")
+    conn.close()
+    assert "(TLS)" in env["service"].text()
+    plain_client = dict(env, ca=None)
+    assert "framing-error" in refused(plain_client, "space-a", "alice", "secret-a")
 
 
 def test_wrong_password_is_refused(env):

@@ -181,3 +181,31 @@ def test_a_brokered_address_space_makes_and_removes_its_realm(keycloak, keycloak
     assert res.rc == 0 and res.result["realm"]["changes"] == ["realm %s deleted" % name], res
     assert not keycloak_admin.realm_exists(name)
     assert grant(keycloak_admin, name, "app", "app-pw-1")[0] == 404
+
+
+def test_the_realms_password_policy_decides_how_keycloak_hashes_and_a_user_is_made_in_one_request(
+        keycloak, keycloak_admin, realm_space):
+    """ensure_realm's default policy reaches Keycloak as written; a user made
+    by the module (one request with password and groups) gets a credential
+    hashed by it and logs in; with the policy "" (Keycloak's default) a new
+    password is hashed with argon2."""
+    status, rep, unused = keycloak_admin.request("GET", "/" + realm_space)
+    assert rep["passwordPolicy"] == realm.PASSWORD_POLICY == "hashAlgorithm(pbkdf2-sha256) and hashIterations(10000)"
+    run(keycloak, "messaging_user", address_space=realm_space, username="hashed", password="Hashed-pw-1",
+        authorization=ORDERS)
+
+    def credential():
+        uid = keycloak_admin.user_id(realm_space, "hashed")
+        status, creds, unused = keycloak_admin.request("GET", "/%s/users/%s/credentials" % (realm_space, uid))
+        return json.loads(creds[0]["credentialData"])
+
+    assert (credential()["algorithm"], credential()["hashIterations"]) == ("pbkdf2-sha256", 10000)
+    status, body = grant(keycloak_admin, realm_space, "hashed", "Hashed-pw-1")
+    assert status == 200 and sorted(claims(body)["groups"]) == authorization_to_groups(ORDERS)
+    client = kc_client.KeycloakClient(keycloak.url, keycloak.admin_user, keycloak.admin_password)
+    out = realm.ensure_realm(client, realm_space, password_policy="")
+    assert out["changes"] == ["password policy (Keycloak's default)"]
+    assert realm.ensure_realm(client, realm_space, password_policy="")["changed"] is False
+    run(keycloak, "messaging_user", address_space=realm_space, username="hashed", password="Hashed-pw-2",
+        authorization=ORDERS)
+    assert credential()["algorithm"] == "argon2"

@@ -180,7 +180,8 @@ def test_every_port_of_every_router_refuses_clients_without_or_with_wrong_creden
                 continue
             if port == ports["open"][r.id]:
                 # authentication service type none: anyone who reaches the port is a client of "open"
-                BlockingConnection(url, timeout=10, allowed_mechs="ANONYMOUS").close()
+                BlockingConnection(env.client_url(port), timeout=10, allowed_mechs="ANONYMOUS",
+                                   **env.client_kwargs()).close()
                 seen.add("open (no authentication by design)")
                 continue
             errors = [refused(url, allowed_mechs="ANONYMOUS"),
@@ -194,8 +195,8 @@ def test_every_port_of_every_router_refuses_clients_without_or_with_wrong_creden
             elif port == ports["walls"][r.id]:
                 seen.add("walls")
                 # the positive control: the right credentials get in on the same port
-                BlockingConnection(url, timeout=10, user=ALICE[0], password=ALICE[1], allowed_mechs="PLAIN",
-                                   allow_insecure_mechs=True).close()
+                BlockingConnection(env.client_url(port), timeout=10, user=ALICE[0], password=ALICE[1],
+                                   allowed_mechs="PLAIN", **env.client_kwargs()).close()
             else:
                 seen.add("other %d" % port)
             assert all(errors), (where, errors)
@@ -281,16 +282,16 @@ def roundtrip(env, body):
     from proton import Message
     ports = space_ports(env)
     first, second = env.routers[0].id, env.routers[1].id
-    snd_conn = BlockingConnection("127.0.0.1:%d" % ports["walls"][first], timeout=15, user=ALICE[0],
-                                  password=ALICE[1], allowed_mechs="PLAIN", allow_insecure_mechs=True)
+    snd_conn = BlockingConnection(env.client_url(ports["walls"][first]), timeout=15, user=ALICE[0],
+                                  password=ALICE[1], allowed_mechs="PLAIN", **env.client_kwargs())
     snd = snd_conn.create_sender("orders")
     snd.send(Message(body=body, durable=True))
     snd_conn.close()
     assert env.brokers[0].jolokia().read(
         'org.apache.activemq.artemis:broker="%s",component=addresses,address="walls/orders",subcomponent=queues,'
         'routing-type="anycast",queue="walls/orders"' % env.brokers[0].name, "MessageCount") == 1
-    rcv_conn = BlockingConnection("127.0.0.1:%d" % ports["walls"][second], timeout=15, user=ALICE[0],
-                                  password=ALICE[1], allowed_mechs="PLAIN", allow_insecure_mechs=True)
+    rcv_conn = BlockingConnection(env.client_url(ports["walls"][second]), timeout=15, user=ALICE[0],
+                                  password=ALICE[1], allowed_mechs="PLAIN", **env.client_kwargs())
     rcv = rcv_conn.create_receiver("orders")
     msg = rcv.receive(timeout=15)
     rcv.accept()

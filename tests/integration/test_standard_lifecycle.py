@@ -65,7 +65,7 @@ def converge(env, space, addresses, check_mode=False):
 def connect(env, space, router=0):
     with open(env.connection_file(space)) as f:
         port = json.load(f)["endpoints"][router]["port"]
-    return BlockingConnection("127.0.0.1:%d" % port, timeout=15)
+    return BlockingConnection(env.client_url(port), timeout=15, **env.client_kwargs())
 
 
 def broker_count(env, name):

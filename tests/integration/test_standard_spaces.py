@@ -63,7 +63,7 @@ def port_of(env, space, router=0):
 
 
 def connect(env, space, router=0):
-    return BlockingConnection("127.0.0.1:%d" % port_of(env, space, router), timeout=15)
+    return BlockingConnection(env.client_url(port_of(env, space, router)), timeout=15, **env.client_kwargs())
 
 
 def attach(conn, address, sender):
@@ -376,11 +376,11 @@ def test_clients_authenticate_with_sasl_plain_through_the_auth_service(env):
     assert res.rc == 0, res.result
     assert converge(env, "tenant-s", [{"address": "q", "type": "queue", "plan": "standard-small-queue"}]).rc == 0
     env.auth_service.write_users("tenant-s", {"alice": "alice-secret"})
-    url = "127.0.0.1:%d" % port_of(env, "tenant-s", 1)
+    url = env.client_url(port_of(env, "tenant-s", 1))
 
     def login(user, password, mechs="PLAIN"):
-        return BlockingConnection(url, user=user, password=password, allowed_mechs=mechs,
-                                  allow_insecure_mechs=True, timeout=15)
+        return BlockingConnection(url, user=user, password=password, allowed_mechs=mechs, timeout=15,
+                                  **env.client_kwargs())
     c = login("alice", "alice-secret")
     c.create_sender("q").send(Message(body="authenticated", durable=True))
     assert drain(c, "q", 1) == ["authenticated"]

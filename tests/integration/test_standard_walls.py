@@ -66,7 +66,8 @@ def connect(env, space, container_id=None):
     container = Container()
     if container_id:
         container.container_id = container_id
-    return BlockingConnection("127.0.0.1:%d" % port_of(env, space), timeout=15, container=container)
+    return BlockingConnection(env.client_url(port_of(env, space)), timeout=15, container=container,
+                              **env.client_kwargs())
 
 
 class DurableTopicSubscription(ReceiverOption):
@@ -314,8 +315,8 @@ def test_authenticated_users_reach_only_declared_addresses(env):
     assert res.rc == 0, res.result
     assert converge(env, "wall-s", ROUTED).rc == 0
     env.auth_service.write_users("wall-s", {"alice": "alice-secret"})
-    c = BlockingConnection("127.0.0.1:%d" % port_of(env, "wall-s"), user="alice", password="alice-secret",
-                           allowed_mechs="PLAIN", allow_insecure_mechs=True, timeout=15)
+    c = BlockingConnection(env.client_url(port_of(env, "wall-s")), user="alice", password="alice-secret",
+                           allowed_mechs="PLAIN", timeout=15, **env.client_kwargs())
     for sender in (True, False):
         assert attached(c, "decl-q", sender) is None, sender
         err = attached(c, "undeclared", sender)

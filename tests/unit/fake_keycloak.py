@@ -23,6 +23,7 @@ class FakeKeycloak(object):
         self.token_expired = False
         self.down = False
         self.refuse_users = set()  # POST users of these names answers 500
+        self.count_behind = 0      # users/count answers this many less (users made since)
 
     def client(self):
         client = KeycloakClient("http://kc.test", "admin", "adminpw")
@@ -99,6 +100,8 @@ class FakeKeycloak(object):
             if method == "PUT":
                 realm["profile"] = body
             return 200, realm["profile"] if method == "GET" else None, None
+        if rest == ["count"]:
+            return 200, len(realm["users"]) - self.count_behind, None
         if not rest and method == "GET":
             users = sorted(realm["users"].values(), key=lambda u: u["username"])
             first, most = int(query.get("first", 0)), int(query.get("max", 100))
@@ -108,8 +111,16 @@ class FakeKeycloak(object):
                 return 500, {"errorMessage": "unknown_error"}, None
             if any(u["username"] == body["username"] for u in realm["users"].values()):
                 return 409, {"errorMessage": "User exists with same username"}, None
+            # groups by path, as Keycloak 26 takes them on create: every one must
+            # exist, else HTTP 500 and no user (checked against the real one)
+            by_path = dict(("/" + g["name"], gid) for gid, g in realm["groups"].items())
+            paths = body.get("groups") or []
+            if any(p not in by_path for p in paths):
+                return 500, {"error": "unknown_error"}, None
             uid = self.new_id()
-            realm["users"][uid] = dict(body, id=uid)
+            realm["users"][uid] = dict(((k, v) for k, v in body.items() if k != "groups"), id=uid)
+            for p in paths:
+                realm["members"].setdefault(by_path[p], set()).add(uid)
             return 201, None, uid
         user = realm["users"].get(rest[0])
         if user is None:
@@ -139,7 +150,8 @@ class FakeKeycloak(object):
             first, most = int(query.get("first", 0)), int(query.get("max", 100))
             return 200, groups[first:first + most], None
         ids = sorted(realm["members"].get(rest[0], set()))
-        return 200, [{"id": i, "username": realm["users"][i]["username"]} for i in ids], None
+        first, most = int(query.get("first", 0)), int(query.get("max", 100))
+        return 200, [{"id": i, "username": realm["users"][i]["username"]} for i in ids[first:first + most]], None
 
     # ------------------------------------------------------------ views for tests
     def user(self, realm, username):

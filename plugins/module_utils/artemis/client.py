@@ -5,7 +5,9 @@
 
 One request or a bulk list of requests per HTTP round trip. Artemis checks the
 ``Origin`` header against ``jolokia-access.xml``; we send ``http://localhost``,
-which the broker role allows, and talk to 127.0.0.1 only.
+which the broker role allows. Plain HTTP on 127.0.0.1; an ``https://`` URL
+(the standard pool's Jolokia managed from another host) is verified against
+``ca_file`` (or the system's trust store), host name included: never unverified.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,8 +17,9 @@ __metaclass__ = type
 import base64
 import json
 import socket
+import ssl
 
-from urllib.request import Request, build_opener, ProxyHandler
+from urllib.request import HTTPSHandler, Request, build_opener, ProxyHandler
 from urllib.error import HTTPError, URLError
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ClientError
@@ -41,7 +44,7 @@ class JolokiaError(ClientError):
 
 class JolokiaClient(object):
     def __init__(self, url, user, password, origin="http://localhost", timeout=60,
-                 batch_size=DEFAULT_BATCH):
+                 batch_size=DEFAULT_BATCH, ca_file=None):
         self.url = url.rstrip("/") + "/"
         # the URL messages name (never a password in its user info)
         self.display_url = redact_url(self.url)
@@ -55,7 +58,11 @@ class JolokiaClient(object):
             "Accept": "application/json",
         }
         # never go through a proxy: management is on the broker host
-        self._opener = build_opener(ProxyHandler({}))
+        self.ca_file = ca_file
+        handlers = [ProxyHandler({})]
+        if self.url.lower().startswith("https:"):
+            handlers.append(HTTPSHandler(context=tls_context(ca_file)))
+        self._opener = build_opener(*handlers)
         self.round_trips = 0
 
     # ------------------------------------------------------------ transport
@@ -73,7 +80,12 @@ class JolokiaClient(object):
                                    status=e.code)
             raise JolokiaError("management request to %s failed: HTTP %d" % (self.display_url, e.code), status=e.code)
         except (URLError, socket.timeout, OSError) as e:
-            raise JolokiaError("cannot reach Artemis management at %s: %s" % (self.display_url, getattr(e, "reason", e)))
+            reason = getattr(e, "reason", e)
+            if isinstance(reason, ssl.SSLError):
+                raise JolokiaError("the TLS certificate of Artemis management at %s was refused (%s), verified "
+                                   "against %s: check management_ca" % (
+                                       self.display_url, reason, self.ca_file or "the system's trust store"))
+            raise JolokiaError("cannot reach Artemis management at %s: %s" % (self.display_url, reason))
         try:
             return json.loads(body.decode("utf-8"))
         except ValueError:
@@ -136,6 +148,18 @@ class JolokiaClient(object):
 
     def search(self, pattern):
         return self.request({"type": "search", "mbean": pattern}) or []
+
+
+def tls_context(ca_file=None):
+    """The TLS context of an ``https://`` management URL: the server's
+    certificate verified against ``ca_file`` (else the system's trust store)
+    and its host name checked. A ClientError names a CA file that cannot be read."""
+    try:
+        ctx = ssl.create_default_context(cafile=ca_file or None)
+    except (IOError, OSError, ssl.SSLError) as e:
+        raise JolokiaError("management_ca: %s cannot be read as a PEM CA certificate: %s" % (ca_file, e))
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
 
 
 def quote_mbean_value(value):
@@ -204,4 +228,4 @@ def client_for(conn, default_timeout=60):
     """The client for a resolved connection (``connection.resolve_connection``)."""
     kwargs = {"origin": conn["management_origin"]} if conn.get("management_origin") else {}
     return JolokiaClient(conn["management_url"], conn["management_user"], conn["management_password"],
-                         timeout=conn.get("timeout") or default_timeout, **kwargs)
+                         timeout=conn.get("timeout") or default_timeout, ca_file=conn.get("management_ca"), **kwargs)

@@ -240,7 +240,7 @@ def space_status(broker, live, ledger, endpoints, error=None):
 
 def endpoint_status(ep):
     return {"name": ep.get("name"), "host": ep.get("host"), "port": ep.get("port"),
-            "protocols": list(ep.get("protocols") or [])}
+            "protocols": list(ep.get("protocols") or []), "tls": bool(ep.get("tls"))}
 
 
 def check_space_owner(ledger, name):

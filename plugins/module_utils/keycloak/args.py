@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.client import DEFAULT_TIMEOUT, KeycloakClient
+from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.realm import PASSWORD_POLICY
 
 KEYCLOAK_ARGS = dict(
     keycloak_url=dict(type="str", required=True, no_log=False),
@@ -20,9 +21,11 @@ KEYCLOAK_ARGS = dict(
     keycloak_timeout=dict(type="int", default=DEFAULT_TIMEOUT),
 )
 
-# address_space: the realm is managed only when keycloak_url is given
+# address_space: the realm is managed only when keycloak_url is given; the
+# realm's password policy is the space's (realm.py PASSWORD_POLICY)
 KEYCLOAK_OPTIONAL_ARGS = dict((k, dict((a, v) for a, v in spec.items() if a != "required"))
                               for k, spec in KEYCLOAK_ARGS.items())
+KEYCLOAK_OPTIONAL_ARGS["keycloak_password_policy"] = dict(type="str", default=PASSWORD_POLICY, no_log=False)
 
 
 def client_of(params, hide=None):

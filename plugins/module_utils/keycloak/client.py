@@ -133,9 +133,9 @@ class KeycloakClient(object):
             return {"id": headers["Location"].rstrip("/").rsplit("/", 1)[-1]}
         return json.loads(raw.decode("utf-8")) if raw and raw.strip() else None
 
-    def paged(self, where, query=None, page=500):
-        """Every item of a paged list (``first``/``max``)."""
-        out, first = [], 0
+    def paged(self, where, query=None, page=500, first=0):
+        """Every item of a paged list (``first``/``max``) from ``first`` on."""
+        out = []
         while True:
             chunk = self.request("GET", where, query=dict(query or {}, first=first, max=page)) or []
             out.extend(chunk)

@@ -6,7 +6,10 @@
 ``enmasse-messaging`` (direct grants only) with the ``groups`` mapper, and a
 user profile that requires no e-mail or names (a direct grant would fail
 with "Account is not fully set up") and keeps the collection's user
-attributes for admins (``unmanagedAttributePolicy: ADMIN_EDIT``).
+attributes for admins (``unmanagedAttributePolicy: ADMIN_EDIT``), and the
+realm's password policy (``passwordPolicy``, by default PASSWORD_POLICY:
+how Keycloak hashes the users' passwords; docs/identity.md says why not
+Keycloak's own default).
 
 ``ensure_realm`` reads each part, compares it with the desired one and
 changes only what differs; ``remove_realm`` deletes an owned realm only.
@@ -35,6 +38,11 @@ NOT_REQUIRED = ("email", "firstName", "lastName")
 UNMANAGED_POLICY = "ADMIN_EDIT"
 # EnMasse allows one-character user names; Keycloak's default profile wants 3
 USERNAME_MIN = 1
+# Keycloak 26's default (no policy) is argon2id, 5 iterations, 7 MiB: about
+# 85 ms of CPU per password set or login checked on the benchmark host;
+# PBKDF2-SHA256 with 10,000 iterations about 12 ms (docs/identity.md, the
+# trade-off; docs/benchmarks.md, the numbers). "" leaves Keycloak's default.
+PASSWORD_POLICY = "hashAlgorithm(pbkdf2-sha256) and hashIterations(10000)"
 
 
 def read_realm(client, space):
@@ -107,10 +115,22 @@ def _ensure_profile(client, space, check_mode, changes):
             client.request("PUT", path(space, "users", "profile"), want)
 
 
-def ensure_realm(client, space, check_mode=False):
+def _ensure_policy(client, space, live, password_policy, check_mode, changes):
+    if (live.get("passwordPolicy") or "") == password_policy:
+        return
+    changes.append("password policy %s" % (password_policy or "(Keycloak's default)"))
+    if not check_mode:
+        client.request("PUT", path(space), {"realm": space, "passwordPolicy": password_policy})
+
+
+def ensure_realm(client, space, check_mode=False, password_policy=PASSWORD_POLICY):
     """The realm of ``space`` as the contract has it. A realm that exists and
     is not owned is refused (the collection never changes a realm it did not
-    make). Returns ``{"changed", "changes": [what], "created"}``."""
+    make). ``password_policy``: the realm's ``passwordPolicy`` ("" none:
+    Keycloak's default); a password keeps its hash until it is set again or
+    Keycloak re-hashes it at a login. Returns ``{"changed", "changes":
+    [what], "created"}``."""
+    password_policy = password_policy or ""
     live = read_realm(client, space)
     changes = []
     if live is not None and not is_owned(live):
@@ -122,11 +142,14 @@ def ensure_realm(client, space, check_mode=False):
         if check_mode:
             return {"changed": True, "created": True,
                     "changes": changes + ["client %s created" % CLIENT_ID, "user profile set"]}
-        client.request("POST", "", {"realm": space, "enabled": True, "attributes": {OWNED_ATTRIBUTE: "true"}})
-    elif not live.get("enabled"):
-        changes.append("realm %s enabled" % space)
-        if not check_mode:
-            client.request("PUT", path(space), {"realm": space, "enabled": True})
+        client.request("POST", "", {"realm": space, "enabled": True, "attributes": {OWNED_ATTRIBUTE: "true"},
+                                    "passwordPolicy": password_policy})
+    else:
+        if not live.get("enabled"):
+            changes.append("realm %s enabled" % space)
+            if not check_mode:
+                client.request("PUT", path(space), {"realm": space, "enabled": True})
+        _ensure_policy(client, space, live, password_policy, check_mode, changes)
     _ensure_client(client, space, check_mode, changes)
     _ensure_profile(client, space, check_mode, changes)
     return {"changed": bool(changes), "created": live is None, "changes": changes}

@@ -13,20 +13,25 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError, EnmasseError
-from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_ARGS, client_of
-from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.realm import ensure_realm, remove_realm
+from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_OPTIONAL_ARGS, client_of
+from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.realm import (
+    PASSWORD_POLICY, ensure_realm, remove_realm)
 
 
 class SpaceRealm(object):
-    def __init__(self, client, space, state):
+    def __init__(self, client, space, state, password_policy=PASSWORD_POLICY):
         self.client, self.space, self.state = client, space, state
+        self.password_policy = password_policy
 
     def after(self, request, result):
         """``result`` of the space with the realm's step added (``realm``:
         changed, changes; ``changed`` or-ed)."""
-        step = ensure_realm if self.state != "absent" else remove_realm
         try:
-            out = step(self.client, self.space, check_mode=request.check_mode)
+            if self.state != "absent":
+                out = ensure_realm(self.client, self.space, check_mode=request.check_mode,
+                                   password_policy=self.password_policy)
+            else:
+                out = remove_realm(self.client, self.space, check_mode=request.check_mode)
         except EnmasseError as e:
             raise type(e)(["realm of address space %r: %s" % (self.space, m) for m in e.errors], result=result)
         result = dict(result, realm=out)
@@ -40,7 +45,7 @@ def space_realm(request, operation, backend):
     """A SpaceRealm for ``address_space`` with ``keycloak_url`` on a host
     backend, else None. The kubernetes backend refuses the options."""
     p = request.params
-    given = sorted(k for k in KEYCLOAK_ARGS if p.get(k) not in (None, KEYCLOAK_ARGS[k].get("default")))
+    given = sorted(k for k in KEYCLOAK_OPTIONAL_ARGS if p.get(k) not in (None, KEYCLOAK_OPTIONAL_ARGS[k].get("default")))
     if operation != "address_space" or not given:
         return None
     if backend.name == "kubernetes":
@@ -49,4 +54,6 @@ def space_realm(request, operation, backend):
     if not p.get("keycloak_url"):
         raise ConfigError("%s: given without keycloak_url (the space's realm is managed only when keycloak_url is "
                           "given)" % ", ".join(given))
-    return SpaceRealm(client_of(p, request.hide), p["name"], p.get("state") or "present")
+    policy = p.get("keycloak_password_policy")
+    return SpaceRealm(client_of(p, request.hide), p["name"], p.get("state") or "present",
+                      PASSWORD_POLICY if policy is None else policy)

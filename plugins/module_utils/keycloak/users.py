@@ -40,39 +40,77 @@ HASH_ATTRIBUTE = "enmasse.messaging.password"
 HASH_ITERATIONS = 10000
 # users applied at once (HTTP requests in flight)
 WORKERS = 8
+# users read per request (docs/identity.md "Cost": 100 costs a cold Keycloak a third less than 500)
+USERS_PAGE = 100
 HIDDEN = "(hidden)"
 HIDDEN_CHANGED = "(hidden, changed)"
 
 
 # ------------------------------------------------------------------ read
 
-def read_live(client, space):
+def read_live(client, space, workers=WORKERS):
     """``(users, groups)``: ``users`` username -> ``{"id", "enabled",
     "owned", "hash", "attributes", "groups": sorted managed groups}``;
     ``groups`` managed group name -> id. Raises ServiceError when the realm
     does not exist."""
+    users = read_users(client, space, workers)
+    return users, read_memberships(client, space, users, workers)
+
+
+def _all_users(client, space, workers):
+    """Every user (full representation): pages of USERS_PAGE, ``workers`` in
+    flight (a cold Keycloak loads each user's attributes and credentials, and
+    a smaller page costs it less per user), then on from the last page when
+    users were made since the count."""
+    where, query = path(space, "users"), {"briefRepresentation": "false"}
+    count = client.request("GET", path(space, "users", "count")) or 0
+    firsts = list(range(0, int(count), USERS_PAGE)) or [0]
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        pages = list(pool.map(lambda first: client.request("GET", where, query=dict(query, first=first, max=USERS_PAGE))
+                              or [], firsts))
+    out = [rep for chunk in pages for rep in chunk]
+    if len(pages[-1]) == USERS_PAGE:
+        out.extend(client.paged(where, query, page=USERS_PAGE, first=firsts[-1] + USERS_PAGE))
+    return out
+
+
+def read_users(client, space, workers=WORKERS):
+    """The users of ``read_live`` with their ``groups`` still empty."""
     if read_realm(client, space) is None:
         raise ServiceError("address_space: realm %r does not exist in Keycloak at %s: the address space's realm "
                            "is made with the address space (or keycloak.realm.ensure_realm)"
                            % (space, client.display_url))
     users = {}
-    for rep in client.paged(path(space, "users"), {"briefRepresentation": "false"}):
+    for rep in _all_users(client, space, workers):
+        if rep["username"] in users:
+            continue
         attrs = rep.get("attributes") or {}
         users[rep["username"]] = {"id": rep["id"], "enabled": bool(rep.get("enabled")), "attributes": attrs,
                                   "owned": (attrs.get(OWNED_ATTRIBUTE) or [None])[0] == "true",
                                   "hash": (attrs.get(HASH_ATTRIBUTE) or [None])[0], "groups": []}
+    return users
+
+
+def read_memberships(client, space, users, workers=WORKERS):
+    """Fills the ``groups`` of ``users`` (read_users); the managed groups
+    name -> id. One request per group (Keycloak has no bulk read of
+    memberships), ``workers`` in flight."""
     by_id = dict((u["id"], u) for u in users.values())
-    groups = {}
-    for rep in client.paged(path(space, "groups"), {"briefRepresentation": "true"}):
-        if not is_managed_group(rep.get("name")):
-            continue
-        groups[rep["name"]] = rep["id"]
-        for member in client.paged(path(space, "groups", rep["id"], "members"), {"briefRepresentation": "true"}):
-            if member.get("id") in by_id:
-                by_id[member["id"]]["groups"].append(rep["name"])
+    groups = dict((rep["name"], rep["id"]) for rep in client.paged(path(space, "groups"), {"briefRepresentation": "true"})
+                  if is_managed_group(rep.get("name")))
+    names = sorted(groups)
+
+    def members(name):
+        return client.paged(path(space, "groups", groups[name], "members"), {"briefRepresentation": "true"})
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for name, found in zip(names, pool.map(members, names)):
+            for member in found:
+                if member.get("id") in by_id:
+                    by_id[member["id"]]["groups"].append(name)
     for user in users.values():
         user["groups"].sort()
-    return users, groups
+    return groups
 
 
 def view(username, live):
@@ -182,12 +220,16 @@ def _group_ids(client, space, names, groups):
 
 
 def _create(client, space, step, groups):
+    """One request: the user with its password and its groups (by path; the
+    groups exist: ``apply`` made them). A name with ``~`` (Keycloak's escape
+    character in group paths) is joined by id afterwards instead."""
     user = step["user"]
+    by_path = [g for g in step["groups"] if "~" not in g]
     created = client.request("POST", path(space, "users"), {
         "username": user["username"], "enabled": user.get("enabled", True), "requiredActions": [],
-        "attributes": _attributes({}, user["password"]),
+        "attributes": _attributes({}, user["password"]), "groups": ["/" + g for g in by_path],
         "credentials": [{"type": "password", "value": user["password"], "temporary": False}]})
-    for gid in _group_ids(client, space, step["groups"], groups):
+    for gid in _group_ids(client, space, [g for g in step["groups"] if g not in by_path], groups):
         client.request("PUT", path(space, "users", created["id"], "groups", gid))
 
 
@@ -260,8 +302,13 @@ def converge(client, space, users, prune=False, update_password="always", check_
     realm changes and applied after them (result ``broker``)."""
     if update_password not in ("always", "on_create"):
         raise ValidationError("update_password: %r is not one of always, on_create" % (update_password,))
-    live, groups = read_live(client, space)
-    steps, warnings = plan(space, users, live, prune, stale_passwords(users, live, update_password))
+    live = read_users(client, space)
+    # the stored hashes are checked (CPU here) while the memberships are read (Keycloak's CPU)
+    with ThreadPoolExecutor(max_workers=1) as side:
+        checking = side.submit(stale_passwords, users, live, update_password)
+        groups = read_memberships(client, space, live)
+        stale = checking.result()
+    steps, warnings = plan(space, users, live, prune, stale)
     if broker is not None:
         broker.plan(users, password_set(steps), prune)
     result = {"changed": bool(steps), "diff": diff_of(steps, live), "warnings": warnings}

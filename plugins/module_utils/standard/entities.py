@@ -11,8 +11,11 @@ Per space S (clients connect to the space's listener; inside the router every
 address of S is ``S/<address>``: the listener is ``multiTenant`` and pinned to
 the vhost S by ``policyVhost``, so no client can choose another space):
 
-* vhost ``S`` (policy), authServicePlugin ``enmasse/S/auth`` (realm S),
-  listener ``enmasse/S/amqp`` (SASL PLAIN relayed to the auth service)
+* vhost ``S`` (policy), authServicePlugin ``enmasse/S/auth`` (realm S; over
+  TLS with the static sslProfile ``auth["ssl_profile"]`` when given),
+  listener ``enmasse/S/amqp`` (SASL PLAIN relayed to the auth service; TLS
+  with the static sslProfile ``tls["ssl_profile"]``, the router role's
+  ``clients``, and ``requireSsl`` unless ``tls["plain"]``)
 * anycast X      address prefix S/X, balanced
 * multicast X    address prefix S/X, multicast
 * queue X        address prefix S/X, balanced, waypoint; per broker b holding a
@@ -108,8 +111,22 @@ def _capacity(link_capacity):
     return {"linkCapacity": int(link_capacity)} if link_capacity else {}
 
 
+def listener_tls(tls):
+    """The listener attributes of the clients' TLS ``tls`` ({ssl_profile,
+    plain}; None: plain TCP): sslProfile, and requireSsl unless plain AMQP is
+    turned on too (then one port takes both; requireSsl false is the router's
+    default, left out)."""
+    tls = tls or {}
+    if not tls.get("ssl_profile"):
+        return {}
+    out = {"sslProfile": tls["ssl_profile"]}
+    if not tls.get("plain"):
+        out["requireSsl"] = True
+    return out
+
+
 def space_entities(space, port, auth, bind_host="0.0.0.0", max_connections=None, anonymous=False,
-                   addresses=(), routers=(), link_capacity=None):
+                   addresses=(), routers=(), link_capacity=None, tls=None):
     """The entities of the space itself: vhost, auth plugin, listener.
     ``auth``: {host, port} of the auth service. ``anonymous``: the space's
     authentication service is of type ``none`` (EnMasse's): no SASL, anyone
@@ -117,8 +134,11 @@ def space_entities(space, port, auth, bind_host="0.0.0.0", max_connections=None,
     space's placed addresses, the only ones its clients reach (the vhost's
     ``sources``/``targets``, ``terminus_names``); ``routers``: the mesh's ids;
     ``link_capacity``: the listener's linkCapacity (the credit the router gives
-    each client's sending link; None: the router's default, 250)."""
+    each client's sending link; None: the router's default, 250). ``tls``:
+    the listener's TLS (``listener_tls``); ``auth["ssl_profile"]``: the
+    sslProfile the router trusts the auth service with (none: plain TCP)."""
     pre = space_prefix(space)
+    secure = dict(_capacity(link_capacity), **listener_tls(tls))
     sources, targets = terminus_names(space, addresses, routers)
     group = {"users": "*", "remoteHosts": "*", "sources": ",".join(sources), "targets": ",".join(targets),
              "allowDynamicSource": True, "allowAnonymousSender": True, "allowWaypointLinks": True,
@@ -131,29 +151,35 @@ def space_entities(space, port, auth, bind_host="0.0.0.0", max_connections=None,
             pre + "vhost": entity(VHOST, **vhost),
             pre + "amqp": entity(LISTENER, host=bind_host, port=str(port), role="normal", multiTenant=True,
                                  policyVhost=space, authenticatePeer=False, saslMechanisms="ANONYMOUS",
-                                 **_capacity(link_capacity)),
+                                 **secure),
         }
+    plugin = {"sslProfile": auth["ssl_profile"]} if auth.get("ssl_profile") else {}
     return {
         pre + "vhost": entity(VHOST, **vhost),
-        pre + "auth": entity(AUTH_PLUGIN, host=auth["host"], port=str(auth["port"]), realm=space),
+        pre + "auth": entity(AUTH_PLUGIN, host=auth["host"], port=str(auth["port"]), realm=space, **plugin),
         pre + "amqp": entity(LISTENER, host=bind_host, port=str(port), role="normal", multiTenant=True,
                              policyVhost=space, authenticatePeer=True, saslMechanisms="PLAIN",
-                             saslPlugin=pre + "auth", **_capacity(link_capacity)),
+                             saslPlugin=pre + "auth", **secure),
     }
 
 
 def connector_entities(brokers, link_capacity=None):
     """A route-container connector from every router to every pool broker.
-    ``brokers``: [{name, host, amqp_port, user, password_file}]. The password
+    ``brokers``: [{name, host, amqp_port, user, password_file, ssl_profile}]. The password
     is named, never given: ``saslPassword: file:<password_file>`` (a file on
     every router host, written by the router role), so that no management
     QUERY returns it (qdrouterd returns a literal saslPassword in clear).
     ``link_capacity``: the connectors' linkCapacity (the credit a router gives
-    each broker queue's autoLink towards it; None: the router's default, 250)."""
+    each broker queue's autoLink towards it; None: the router's default, 250).
+    ``ssl_profile``: the router's sslProfile (static, qdrouterd.conf) trusting
+    the CA of the broker's certificate: the link is TLS and the broker's host
+    name is verified against ``host``."""
     out = {}
     for b in brokers:
         attrs = dict({"host": b["host"], "port": str(b["amqp_port"]), "role": "route-container"},
                      **_capacity(link_capacity))
+        if b.get("ssl_profile"):
+            attrs.update(sslProfile=b["ssl_profile"], verifyHostname=True)
         if b.get("user"):
             attrs.update(saslUsername=b["user"], saslPassword="file:" + b["password_file"], saslMechanisms="PLAIN")
         out[connector_name(b["name"])] = entity(CONNECTOR, **attrs)

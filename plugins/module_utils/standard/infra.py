@@ -14,6 +14,7 @@ __metaclass__ = type
 import glob
 import json
 import os
+import re
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import files as _files
 from ansible_collections.enmasse.messaging.plugins.module_utils.ledger import Ledger
@@ -24,6 +25,10 @@ DEFAULT_INFRA_FILE = "/etc/enmasse-messaging/standard.json"
 DEFAULT_LEDGER_DIR = "/var/lib/enmasse-messaging/standard"
 DEFAULT_PORT_RANGE = (5700, 5799)
 REQUIRED = ("management_url", "routers", "brokers", "auth_service")
+# the static sslProfiles the router role writes in qdrouterd.conf (docs/router-role.md)
+DEFAULT_CLIENT_SSL_PROFILE = "clients"
+DEFAULT_AUTH_SSL_PROFILE = "auth-service"
+SSL_PROFILE_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 BROKER_KEYS = ("name", "host", "amqp_port", "management_url", "management_user", "management_password",
                "broker_name")
 
@@ -49,7 +54,7 @@ def load_infra(path):
         if missing:
             errs.append("%s: brokers[%d] lacks %s" % (path, i, ", ".join(missing)))
             continue
-        why = connector_secret_errors(b)
+        why = connector_secret_errors(b) or broker_tls_errors(b)
         if why:
             errs.append("%s: brokers[%d] (%s): %s" % (path, i, b.get("name"), why))
     for i, r in enumerate(data.get("routers") or []):
@@ -62,6 +67,7 @@ def load_infra(path):
     auth = data.get("auth_service") or {}
     if data.get("auth_service") and (not auth.get("host") or not auth.get("port")):
         errs.append("%s: auth_service needs host and port" % path)
+    errs.extend(tls_errors(path, data))
     if errs:
         raise ConfigError(errs)
     rng = data.get("port_range") or DEFAULT_PORT_RANGE
@@ -72,7 +78,44 @@ def load_infra(path):
     out.setdefault("bind_host", "0.0.0.0")
     out.setdefault("timeout", 60)
     out.setdefault("link_capacity", None)
+    out["client_tls"] = client_tls(data)
+    if isinstance(out.get("auth_service"), dict):
+        out["auth_service"] = dict(out["auth_service"])
+        out["auth_service"].setdefault("ssl_profile", DEFAULT_AUTH_SSL_PROFILE)
     return out
+
+
+def _profile_error(path, key, value):
+    if value is None or isinstance(value, str) and (value == "" or SSL_PROFILE_NAME.match(value)):
+        return []
+    return ["%s: %s: %r must be the name of an sslProfile in every router's qdrouterd.conf (letters, digits, "
+            "'.', '_', '-'), or \"\" for plain TCP" % (path, key, value)]
+
+
+def tls_errors(path, data):
+    """What is wrong with the TLS keys of the infrastructure file ``data``:
+    ``client_ssl_profile`` (the static sslProfile of the space listeners,
+    default ``clients``), ``client_plain`` (plain AMQP on them too, default
+    false), ``auth_service.ssl_profile`` (default ``auth-service``)."""
+    errs = _profile_error(path, "client_ssl_profile", data.get("client_ssl_profile", DEFAULT_CLIENT_SSL_PROFILE))
+    plain = data.get("client_plain", False)
+    if not isinstance(plain, bool):
+        errs.append("%s: client_plain: %r must be true or false (plain AMQP on the space listeners too)"
+                    % (path, plain))
+    elif not errs and not client_tls(data)["ssl_profile"] and not plain:
+        errs.append("%s: client_ssl_profile is empty and client_plain is false: the space listeners would take "
+                    "neither TLS nor plain TCP; name the routers' sslProfile (the router role's %r) or turn "
+                    "client_plain on" % (path, DEFAULT_CLIENT_SSL_PROFILE))
+    auth = data.get("auth_service")
+    if isinstance(auth, dict):
+        errs.extend(_profile_error(path, "auth_service.ssl_profile", auth.get("ssl_profile", DEFAULT_AUTH_SSL_PROFILE)))
+    return errs
+
+
+def client_tls(data):
+    """{ssl_profile, plain} of the space listeners (standard/entities.listener_tls)."""
+    profile = data.get("client_ssl_profile", DEFAULT_CLIENT_SSL_PROFILE)
+    return {"ssl_profile": profile or "", "plain": bool(data.get("client_plain", False))}
 
 
 def connector_secret_errors(broker):
@@ -90,6 +133,23 @@ def connector_secret_errors(broker):
     if not isinstance(pfile, str) or not pfile.startswith("/"):
         return "password_file: %r must be an absolute path on every router host (user %r needs it)" % (
             pfile, broker.get("user"))
+    return ""
+
+
+def broker_tls_errors(broker):
+    """Why the TLS settings of a pool broker are unusable ("" when fine):
+    ``ssl_profile`` (the routers' sslProfile for the connector) a name,
+    ``management_ca`` an absolute path, and an ``https://`` management_url."""
+    prof = broker.get("ssl_profile")
+    if prof is not None and (not isinstance(prof, str) or not re.match(r"^[A-Za-z0-9._-]+$", prof)):
+        return ("ssl_profile: %r must be the name of an sslProfile of the routers (letters, digits, '.', '_', '-'), "
+                "or absent for a plain connector" % (prof,))
+    ca = broker.get("management_ca")
+    if ca is not None and (not isinstance(ca, str) or not ca.startswith("/")):
+        return "management_ca: %r must be an absolute path on the control host (the CA of the broker's certificate)" % (
+            ca,)
+    if ca and not str(broker.get("management_url")).lower().startswith("https:"):
+        return "management_ca: given, but management_url %r is not https://" % (broker.get("management_url"),)
     return ""
 
 

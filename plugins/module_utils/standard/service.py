@@ -62,7 +62,8 @@ class StandardService(object):
             b = self.brokers[name]
             self._clients[name] = _artemis_client.JolokiaClient(
                 b["management_url"], b["management_user"], b["management_password"],
-                origin=b.get("management_origin") or "http://localhost", timeout=self.infra["timeout"])
+                origin=b.get("management_origin") or "http://localhost", timeout=self.infra["timeout"],
+                ca_file=b.get("management_ca"))
         return self._clients[name]
 
     def broker(self, name):
@@ -142,7 +143,8 @@ def space_level(service, space, port, record=None, addresses=()):
     desired.update(_ent.space_entities(space, port, service.infra["auth_service"],
                                        bind_host=service.infra["bind_host"], anonymous=anonymous(record),
                                        addresses=addresses, routers=service.router_ids,
-                                       link_capacity=service.infra.get("link_capacity")))
+                                       link_capacity=service.infra.get("link_capacity"),
+                                       tls=service.infra.get("client_tls")))
     return desired
 
 
@@ -456,11 +458,15 @@ def address_info(service, ledger, space, catalogue, names=None):
 # ------------------------------------------------------------------ the address space
 
 def endpoints(service, port):
+    """One per router: ``amqps-<id>`` (``protocols``: amqps, and amqp when
+    plain AMQP is turned on too), or ``amqp-<id>`` without TLS."""
+    tls = service.infra.get("client_tls") or {}
+    protocols = (["amqps"] + (["amqp"] if tls.get("plain") else [])) if tls.get("ssl_profile") else ["amqp"]
     out = []
     for r in service.infra["routers"]:
-        out.append({"name": "amqp-%s" % r["id"], "host": r.get("host") or r["id"],
+        out.append({"name": "%s-%s" % (protocols[0], r["id"]), "host": r.get("host") or r["id"],
                     "port": port + int(r.get("port_offset") or 0),
-                    "protocols": ["amqp"]})
+                    "protocols": list(protocols)})
     return out
 
 
