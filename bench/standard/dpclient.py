@@ -1,8 +1,8 @@
 """One client process of the data-plane benchmark (bench/standard/dataplane.py
 starts N senders and N receivers of these, dpload.py).
 
-    python3 dpclient.py send URL ADDRESS --count N --size B --window W [--durable] [--user U] [--ready]
-    python3 dpclient.py recv URL ADDRESS --prefetch C [--user U]
+    python3 dpclient.py send URL ADDRESS --count N --size B --window W [--durable] [--user U] [--ca F] [--ready]
+    python3 dpclient.py recv URL ADDRESS --prefetch C [--user U] [--ca F]
 
 Each message carries its send time, ``time.monotonic()`` (CLOCK_MONOTONIC:
 one clock for every process of the host on Linux), in the application
@@ -14,7 +14,12 @@ anycast by a receiver; a released one is sent again). A receiver prints
 print one JSON line at the end: counts, the first send / last receive time,
 the CPU seconds of this process while it ran its container, and (receiver)
 every latency in ms. The password of ``--user`` comes from the environment
-variable DPCLIENT_PASSWORD (not the command line).
+variable DPCLIENT_PASSWORD (not the command line). An ``amqps://`` URL is
+TLS: the client trusts the CA of ``--ca`` and checks the server's name (as
+tests/integration/standard_env.py's client_domain); without ``--user`` the
+client offers SASL ANONYMOUS only, with it PLAIN only (over plain TCP too:
+the broker's direct case). ``connection_kwargs`` is the one place that turns
+these into proton's connect arguments, for every case of the benchmark.
 """
 
 import argparse
@@ -25,9 +30,26 @@ import sys
 import threading
 import time
 
-from proton import Message
+from proton import Message, SSLDomain
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
+
+
+def connection_kwargs(url, user=None, password=None, ca=None):
+    """proton's connect arguments of a benchmark client: SASL PLAIN as ``user``
+    or ANONYMOUS; for ``amqps`` a TLS domain trusting ``ca``, verifying the name."""
+    kw = {"user": user, "password": password or "", "allowed_mechs": "PLAIN"} if user \
+        else {"allowed_mechs": "ANONYMOUS"}
+    if url.startswith("amqps:"):
+        if not ca:
+            raise ValueError("%s: amqps needs --ca (the CA the server's certificate is from)" % url)
+        domain = SSLDomain(SSLDomain.MODE_CLIENT)
+        domain.set_trusted_ca_db(ca)
+        domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME, ca)
+        kw["ssl_domain"] = domain
+    elif user:
+        kw["allow_insecure_mechs"] = True  # PLAIN over plain TCP: the broker's own port (case a)
+    return kw
 
 
 def cpu_seconds():
@@ -46,8 +68,7 @@ class Client(MessagingHandler):
 
     def connect(self, container):
         a = self.args
-        kw = {"user": a.user, "password": os.environ.get("DPCLIENT_PASSWORD", ""), "allowed_mechs": "PLAIN"} if a.user \
-            else {"allowed_mechs": "ANONYMOUS"}
+        kw = connection_kwargs(a.url, a.user, os.environ.get("DPCLIENT_PASSWORD", ""), a.ca)
         self.conn = container.connect(a.url, reconnect=False, **kw)
         return self.conn
 
@@ -169,6 +190,7 @@ def main(argv=None):
     ap.add_argument("url")
     ap.add_argument("address")
     ap.add_argument("--user")
+    ap.add_argument("--ca", help="amqps: the CA file the client trusts")
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--window", type=int, default=1000)

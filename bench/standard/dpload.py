@@ -14,6 +14,7 @@ receivers end; of the clients: what each reports for its own event loop
 (getrusage), summed.
 """
 
+import collections
 import os
 import subprocess
 import sys
@@ -21,6 +22,11 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENT = os.path.join(HERE, "dpclient.py")
 TICK = float(os.sysconf("SC_CLK_TCK"))
+
+# where a client connects: URL (amqp:// or amqps://), address, SASL PLAIN user
+# and password (None: ANONYMOUS), the CA file it trusts (amqps)
+Endpoint = collections.namedtuple("Endpoint", "url address user password ca")
+Endpoint.__new__.__defaults__ = (None, None, None)
 
 
 def _children(pid):
@@ -54,12 +60,13 @@ def sample(watch):
     return dict((name, tree_cpu(pid)) for name, pid in watch.items())
 
 
-def _spawn(role, ep, extra, password):
-    url, address, user = ep[0], ep[1], ep[2]
-    cmd = [sys.executable, CLIENT, role, url, address] + extra
-    if user:
-        cmd += ["--user", user]
-    env = dict(os.environ, DPCLIENT_PASSWORD=password or "")
+def _spawn(role, ep, extra):
+    cmd = [sys.executable, CLIENT, role, ep.url, ep.address] + extra
+    if ep.user:
+        cmd += ["--user", ep.user]
+    if ep.ca:
+        cmd += ["--ca", ep.ca]
+    env = dict(os.environ, DPCLIENT_PASSWORD=ep.password or "")
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
 
 
@@ -90,16 +97,16 @@ def _finish(procs, timeout):
 
 
 def run(send, recv, clients, count, size, window, prefetch, durable, watch, timeout=300.0):
-    """One run: ``send``/``recv`` (url, address, user, password); ``watch``
+    """One run: ``send``/``recv`` (Endpoint); ``watch``
     {name: pid} whose CPU is reported. Returns the run's numbers."""
     per = max(1, count // clients)
     common = ["--timeout", str(timeout)]
     recvs, sends = [], []
     try:
-        recvs = [_spawn("recv", recv, common + ["--prefetch", str(prefetch)], recv[3]) for unused in range(clients)]
+        recvs = [_spawn("recv", recv, common + ["--prefetch", str(prefetch)]) for unused in range(clients)]
         _wait_ready(recvs, "receiver")
         extra = common + ["--count", str(per), "--size", str(size), "--window", str(window), "--ready"]
-        sends = [_spawn("send", send, extra + (["--durable"] if durable else []), send[3]) for unused in range(clients)]
+        sends = [_spawn("send", send, extra + (["--durable"] if durable else [])) for unused in range(clients)]
         _wait_ready(sends, "sender")
         cpu0 = sample(watch)
         _tell(sends, "go")
