@@ -300,7 +300,8 @@ def main():
         for capacity in _ints(args.link_capacity) or [env.link_capacity or 0]:
             if capacity or env.link_capacity:
                 result.setdefault("connectors", []).append(
-                    dptune.set_link_capacity(env, capacity, lambda: any([
+                    # every space is set up again (a list, not a generator any() would cut short)
+                    dptune.set_link_capacity(env, capacity, lambda: any([  # pylint: disable=use-a-generator
                         setup_space(env, s)[0] for s in spaces(args)])))
             for clients in _ints(args.clients):
                 result["measurements"].append({"link_capacity": capacity, "clients": clients,

@@ -165,7 +165,7 @@ errors:
   elements: str
 '''
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_OPTIONAL_ARGS
+from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_SPACE_ARGS
 from ansible_collections.enmasse.messaging.plugins.module_utils.kubernetes.args import KUBERNETES_APPLY_ARGS
 from ansible_collections.enmasse.messaging.plugins.module_utils import args, backends, runner
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.inputs import SPACE_FIELDS
@@ -185,7 +185,7 @@ OPTIONS = dict(
     state=args.STATE_ARG,
 )
 OPTIONS.update(KUBERNETES_APPLY_ARGS)
-OPTIONS.update(KEYCLOAK_OPTIONAL_ARGS)
+OPTIONS.update(KEYCLOAK_SPACE_ARGS)
 
 
 MUTUALLY_EXCLUSIVE = [("definition", k) for k in SPACE_FIELDS]

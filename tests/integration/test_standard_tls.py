@@ -24,7 +24,7 @@ from standard_env import StandardEnv, LocalCA, build_router, client_domain
 
 pytestmark = pytest.mark.integration
 proton = pytest.importorskip("proton", reason="python-qpid-proton is not installed (pip install -r requirements-test.txt)")
-from proton import ConnectionException, Message  # noqa: E402
+from proton import Message  # noqa: E402
 from proton.utils import BlockingConnection  # noqa: E402
 
 QDR = "org.apache.qpid.dispatch."

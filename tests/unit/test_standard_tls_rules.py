@@ -8,7 +8,6 @@ import pytest
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError
 from ansible_collections.enmasse.messaging.plugins.module_utils.router import reader
-from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as ent
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as infra_mod
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as svc
 

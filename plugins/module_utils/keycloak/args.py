@@ -21,11 +21,14 @@ KEYCLOAK_ARGS = dict(
     keycloak_timeout=dict(type="int", default=DEFAULT_TIMEOUT),
 )
 
-# address_space: the realm is managed only when keycloak_url is given; the
-# realm's password policy is the space's (realm.py PASSWORD_POLICY)
+# the options with keycloak_url and keycloak_admin_password optional:
+# messaging_user(_info) require them with backend hosts (backends.py), and
+# address_space manages the realm only when keycloak_url is given
 KEYCLOAK_OPTIONAL_ARGS = dict((k, dict((a, v) for a, v in spec.items() if a != "required"))
                               for k, spec in KEYCLOAK_ARGS.items())
-KEYCLOAK_OPTIONAL_ARGS["keycloak_password_policy"] = dict(type="str", default=PASSWORD_POLICY, no_log=False)
+# address_space: those, and the realm's password policy (realm.py PASSWORD_POLICY)
+KEYCLOAK_SPACE_ARGS = dict(KEYCLOAK_OPTIONAL_ARGS,
+                           keycloak_password_policy=dict(type="str", default=PASSWORD_POLICY, no_log=False))
 
 
 def client_of(params, hide=None):

@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError, EnmasseError
-from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_OPTIONAL_ARGS, client_of
+from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.args import KEYCLOAK_SPACE_ARGS, client_of
 from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.realm import (
     PASSWORD_POLICY, ensure_realm, remove_realm)
 
@@ -45,7 +45,7 @@ def space_realm(request, operation, backend):
     """A SpaceRealm for ``address_space`` with ``keycloak_url`` on a host
     backend, else None. The kubernetes backend refuses the options."""
     p = request.params
-    given = sorted(k for k in KEYCLOAK_OPTIONAL_ARGS if p.get(k) not in (None, KEYCLOAK_OPTIONAL_ARGS[k].get("default")))
+    given = sorted(k for k in KEYCLOAK_SPACE_ARGS if p.get(k) not in (None, KEYCLOAK_SPACE_ARGS[k].get("default")))
     if operation != "address_space" or not given:
         return None
     if backend.name == "kubernetes":
