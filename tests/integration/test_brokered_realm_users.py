@@ -25,7 +25,7 @@ from proton import Message, ProtonException
 
 import amqp_checks
 import helpers
-from conftest import Space
+from brokered_space import Space
 
 pytestmark = pytest.mark.integration
 
