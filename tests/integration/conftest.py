@@ -29,7 +29,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # the whole directory is skipped, with the reason (the unit tier needs none of it)
 pytest.importorskip("proton", reason="python-qpid-proton is not installed: pip install -r requirements-test.txt")
 
-import amqp_checks  # noqa: E402
 import helpers  # noqa: E402
 from brokered_space import Space  # noqa: E402
 
