@@ -8,7 +8,7 @@ writes (through the status subresource, as EnMasse's CRD has it)."""
 
 import base64
 
-from conftest import dump
+from conftest import dump, run_playbook
 
 FM = "enmasse.messaging"
 PW1, PW2, PW3 = "app1-Secret-pw", "monitor-Secret-pw", "changed-Secret-pw"
@@ -195,7 +195,6 @@ def test_a_verbose_playbook_run_with_diff_shows_no_password(space):
     """ansible-playbook -vvvv with diff, a change of password and a check-mode
     run: the module's arguments, result and diff go through the callback;
     no password, plain or base64, is in the output."""
-    from conftest import run_playbook
     task = {"enmasse.messaging.messaging_user": dict(space.args(), address_space="shop", users=[APP1, MONITOR]),
             "diff": True}
     changed = {"enmasse.messaging.messaging_user": dict(space.args(), address_space="shop",
