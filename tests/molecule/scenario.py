@@ -35,7 +35,7 @@ def unusable(*archives):
 
 
 def run(name, timeout_minutes=40):
-    """``molecule test -s <name>``; returns (returncode, log text, seconds).
+    """``molecule test -s <name>``; returns (returncode, log text, seconds, log path).
     The log is tests/output/molecule-<name>.log; its tail goes to stderr when
     the scenario fails."""
     env = dict(os.environ)
