@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.warnings import get_warning_messages
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.args import argument_spec
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import EnmasseError
@@ -31,13 +32,72 @@ def new_module(options, connection=True, **kwargs):
     return AnsibleModule(argument_spec=argument_spec(connection, **options), **kwargs)
 
 
+# what Ansible puts in place of a no_log parameter's value
+PLACEHOLDER = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+
+
 def hide_secrets(module, *values):
     """Have Ansible mask ``values`` (passwords that do not come from a no_log
-    option, e.g. from the connection file or a URL) everywhere in the
-    module's output, ``invocation`` included."""
+    option, e.g. from the connection file, a URL or a list of users)
+    everywhere in the module's output, ``invocation`` included (see
+    ``trim_masking`` for the cost of many)."""
+    hidden = getattr(module, "enmasse_hidden", None)
+    if hidden is None:
+        hidden = module.enmasse_hidden = set()
     for value in values:
         if value not in (None, ""):
-            module.no_log_values.add(str(value))
+            value = str(value)
+            if value not in module.no_log_values:
+                hidden.add(value)
+            module.no_log_values.add(value)
+
+
+def scrub(value, secrets):
+    """``value`` with every string that is one of ``secrets`` (whole)
+    replaced by Ansible's placeholder, in dicts and lists at any depth."""
+    if isinstance(value, dict):
+        return dict((k, scrub(v, secrets)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [scrub(v, secrets) for v in value]
+    if isinstance(value, str) and value in secrets:
+        return PLACEHOLDER
+    return value
+
+
+def strings_of(value, out=None):
+    """Every string (keys too) in ``value``, at any depth."""
+    out = [] if out is None else out
+    if isinstance(value, dict):
+        for k, v in value.items():
+            strings_of(k, out)
+            strings_of(v, out)
+    elif isinstance(value, (list, tuple, set)):
+        for v in value:
+            strings_of(v, out)
+    elif isinstance(value, str):
+        out.append(value)
+    elif value is not None:
+        out.append(str(value))
+    return out
+
+
+def trim_masking(module, *outputs):
+    """Make Ansible's masking of the hidden values cheap, output unchanged.
+
+    Ansible's ``remove_values`` replaces every no_log value in every string
+    of the output: strings x values, about a second for 1,000 users'
+    passwords. Here the hidden values that are whole parameter values are
+    replaced by the placeholder in the ``invocation`` (as Ansible would),
+    then only the hidden values still found somewhere in the output
+    (``outputs`` and the parameters; normally none) stay for Ansible to mask."""
+    hidden = getattr(module, "enmasse_hidden", None)
+    if not hidden:
+        return
+    module.params = scrub(module.params, hidden)
+    text = "\x00".join(strings_of([module.params, list(outputs)]))
+    for value in hidden:
+        if value not in text:
+            module.no_log_values.discard(value)
 
 
 def error_list(exc):
@@ -68,9 +128,12 @@ def run_module(module, action):
         errors = error_list(e)
         result = dict(changed=False)
         result.update(getattr(e, "result", None) or {})
-        module.fail_json(msg=failure_message(errors), errors=errors, **result)
+        result.update(msg=failure_message(errors), errors=errors)
+        trim_masking(module, result, get_warning_messages())
+        module.fail_json(**result)
     for warning in result.pop("warnings", None) or []:
         module.warn(warning)
+    trim_masking(module, result, get_warning_messages())
     module.exit_json(**result)
 
 

@@ -243,7 +243,9 @@ def converge(module):
 
 
 def main():
-    runner.main(OPTIONS, converge, mutually_exclusive=MUTUALLY_EXCLUSIVE,
+    # no_log: the target host's log gets no "Invoked with" line, which would hold the
+    # passwords of users and definition (Ansible masks only no_log options there)
+    runner.main(OPTIONS, converge, mutually_exclusive=MUTUALLY_EXCLUSIVE, no_log=True,
                 required_one_of=[FORMS], required_by=dict((f, "username") for f in FIELDS))
 
 

@@ -14,8 +14,8 @@ type, a kill -9 of a router while traffic flows (reconnect, nothing lost, the
 keeper's restore time measured and bounded - printed here as KEEPER-RESTORE,
 next converge unchanged), identity (Keycloak with PostgreSQL on a sixth
 host: each space's users and their per-address permissions through the
-routers, Keycloak stopped and started, a password change), the config
-check and uninstall
+routers, Keycloak stopped and started, a password change, a -vvv --diff run
+of site.yml searched for secrets), the config check and uninstall
 (molecule/router/verify.yml and the verify-*.yml playbooks it imports, one per
 concern; its pass/fail rules: molecule/router/checks.py).
 Skips only when podman, molecule or an archive (router source, Artemis, Keycloak) cannot be had.

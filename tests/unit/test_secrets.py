@@ -108,3 +108,51 @@ def test_metrics_collect_masks_router_and_broker_passwords(conn_file, tmp_path):
                                          "router_timeout": 2, "_ansible_check_mode": True}, tmp_path)
     assert res["failed"]
     assert {e["source"] for e in res["errors"]} == {"broker", "router"}
+
+
+def test_trim_masking_keeps_only_hidden_values_the_output_still_holds():
+    class Module(object):
+        pass
+
+    m = Module()
+    m.no_log_values = {"admin-pw"}
+    m.params = {"users": [{"username": "u1", "password": "pw-one-1234"}, {"username": "u2", "password": "pw-two-5678"}],
+                "keycloak_admin_password": "admin-pw"}
+    runner.hide_secrets(m, "pw-one-1234", "pw-two-5678", "admin-pw")
+    result = {"changed": False, "msg": "bad password pw-two-5678 for u2"}
+    runner.trim_masking(m, result, [])
+    # whole parameter values are replaced as Ansible would; admin-pw was Ansible's own no_log value: kept
+    assert m.params["users"][0]["password"] == runner.PLACEHOLDER == m.params["users"][1]["password"]
+    assert m.params["keycloak_admin_password"] == "admin-pw"   # Ansible masks it (its no_log option)
+    # the value still in the output stays for Ansible to mask; the other goes (no quadratic masking)
+    assert m.no_log_values == {"admin-pw", "pw-two-5678"}
+
+
+def test_messaging_user_bulk_passwords_are_never_printed(tmp_path):
+    secrets = ["bulkpw-%03d-secret" % i for i in range(50)]
+    users = [{"username": "user-%03d" % i, "password": p, "authorization": [{"addresses": ["*"], "operations": ["send"]}]}
+             for i, p in enumerate(secrets)]
+    users.append({"username": "enc", "authentication": {"type": "password", "password": "authpw-secret-1"}})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.run([sys.executable, "-m", "ansible_collections.enmasse.messaging.plugins.modules.messaging_user"],
+                          input=json.dumps({"ANSIBLE_MODULE_ARGS": {
+                              "address_space": "demo", "users": users, "keycloak_url": "https://127.0.0.1:1",
+                              "keycloak_admin_password": "kcadmin-secret-1"}}),
+                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120, check=False)
+    out = proc.stdout + proc.stderr
+    for secret in secrets + ["authpw-secret-1", "kcadmin-secret-1"]:
+        assert secret not in out
+    res = json.loads(proc.stdout)
+    assert res["failed"]
+    shown = res["invocation"]["module_args"]["users"]
+    assert [u["username"] for u in shown[:2]] == ["user-000", "user-001"]
+    assert shown[0]["password"] == runner.PLACEHOLDER
+
+
+def test_messaging_user_logs_no_invocation_on_the_host(monkeypatch):
+    from ansible_collections.enmasse.messaging.plugins.modules import messaging_user
+    seen = {}
+    monkeypatch.setattr(messaging_user.runner, "main", lambda options, action, **kw: seen.update(kw))
+    messaging_user.main()
+    # AnsibleModule(no_log=True): no "Invoked with users=[...]" line (with the passwords) in the host's journal
+    assert seen["no_log"] is True
