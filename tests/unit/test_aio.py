@@ -62,6 +62,26 @@ def test_site_refuses_bad_variables_before_any_role_runs(tmp_path):
 
 
 # ---------------------------------------------------------------- ports: bind, every instance
+def test_site_refuses_operator_broker_certificates_without_their_ca_for_the_routers(tmp_path):
+    variables = tmp_path / "vars.yml"
+    variables.write_text(textwrap.dedent("""\
+        address_spaces:
+          - {name: shop, type: standard, plan: standard-small}
+        broker_tls_certificate_file: /etc/pki/broker.pem
+        """))
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("all:\n  children:\n    brokers: {hosts: {b1: {ansible_connection: local}}}\n"
+                         "    routers: {hosts: {r1: {ansible_connection: local}}}\n")
+    r = _run(["ansible-playbook", "-i", str(inventory), "playbooks/site.yml", "--check", "-e", "@%s" % variables])
+    assert r.returncode != 0, r.stdout
+    assert "standard_broker_ca_src: not set, but the broker hosts b1 have broker_tls_certificate_file" in r.stdout, r.stdout
+    assert "PLAY [Brokers" not in r.stdout, r.stdout
+    # with the CA named the inputs pass (inputs.yml alone: nothing touches a host)
+    r = _run(["ansible-playbook", "-i", str(inventory), "playbooks/inputs.yml", "-e", "@%s" % variables,
+              "-e", "standard_broker_ca_src=/etc/pki/ca.pem"])
+    assert r.returncode == 0, r.stdout
+
+
 def test_aio_print_ports_publishes_every_instance(tmp_path):
     two = tmp_path / "two.yml"
     two.write_text(TWO_SPACES)
