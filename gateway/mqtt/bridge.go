@@ -106,12 +106,12 @@ func (b *Bridge) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool 
 // connection (address-authz); the prototype lets everything through here.
 func (b *Bridge) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool { return true }
 
-func (b *Bridge) sender(l *link, address string, settled bool) (*amqp.Sender, error) {
+// sender: one link per address in mixed mode (qdrouterd answers "mixed"
+// whatever is asked): QoS 0 transfers pre-settled, QoS 1 unsettled, in the
+// order of the client's publishes.
+func (b *Bridge) sender(l *link, address string) (*amqp.Sender, error) {
 	key := address
-	mode := amqp.SenderSettleModeUnsettled
-	if settled {
-		key, mode = "0|"+address, amqp.SenderSettleModeSettled
-	}
+	mode := amqp.SenderSettleModeMixed
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if s := l.senders[key]; s != nil {
@@ -148,23 +148,37 @@ func (b *Bridge) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 	if pk.FixedHeader.Retain {
 		msg.Annotations["x-opt-mqtt-retain"] = true
 	}
-	s, err := b.sender(l, address, pk.FixedHeader.Qos == 0)
+	s, err := b.sender(l, address)
 	if err != nil {
 		b.Log.Info("sender refused", "client", cl.ID, "address", address, "error", err)
-		return pk, packets.ErrRejectPacket
+		return pk, b.refuse(cl, pk, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
 	defer cancel()
 	if pk.FixedHeader.Qos == 0 {
-		_ = s.Send(ctx, msg, nil)
+		_ = s.Send(ctx, msg, &amqp.SendOptions{Settled: true})
 		return pk, packets.ErrRejectPacket
 	}
 	r, err := s.SendWithReceipt(ctx, msg, nil)
 	if err != nil {
-		return pk, packets.ErrRejectPacket // no PUBACK: the client sends again
+		return pk, b.refuse(cl, pk, err)
 	}
 	l.acks <- pending{receipt: r, id: pk.PacketID}
 	return pk, packets.ErrRejectPacket
+}
+
+// refuse a publish the router did not take: QoS 0 is dropped; MQTT 5 gets
+// PUBACK with a reason code (mochi writes it); MQTT 3.1.1 has no negative
+// PUBACK: the connection is closed, the client resends after reconnecting.
+func (b *Bridge) refuse(cl *mqtt.Client, pk packets.Packet, err error) error {
+	if pk.FixedHeader.Qos == 0 {
+		return packets.ErrRejectPacket
+	}
+	if cl.Properties.ProtocolVersion == 5 {
+		return packets.ErrNotAuthorized
+	}
+	cl.Stop(err)
+	return packets.ErrRejectPacket
 }
 
 // ackLoop writes PUBACKs in the order of the publishes, each after the

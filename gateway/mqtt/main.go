@@ -16,8 +16,13 @@ import (
 func main() {
 	listen := flag.String("listen", "127.0.0.1:1883", "MQTT listener (plain TCP in the prototype)")
 	router := flag.String("router", "127.0.0.1:5672", "the space's router listener host:port")
+	verbose := flag.Bool("v", false, "log every refusal (level info)")
 	flag.Parse()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	server := mqtt.New(&mqtt.Options{InlineClient: true, Logger: log})
 	b := &Bridge{Router: *router, Log: log, Server: server, links: map[string]*link{},
 		subs: map[string]*amqp.Receiver{}, Timeout: 10 * time.Second}

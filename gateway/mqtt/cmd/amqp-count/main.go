@@ -1,5 +1,6 @@
-// amqp-count receives n messages from an address and prints the rate
-// between the first and the last message (the benchmark's AMQP consumer).
+// amqp-count receives up to n messages from an address (it stops earlier
+// when none came for -idle once the first arrived) and prints how many and
+// the times of the first and the last (the benchmark's AMQP consumer).
 package main
 
 import (
@@ -18,6 +19,7 @@ func main() {
 	n := flag.Int("n", 10000, "messages to receive")
 	timeout := flag.Duration("timeout", 60*time.Second, "give up after")
 	ready := flag.String("ready", "", "file written once the receiver is attached")
+	idle := flag.Duration("idle", 3*time.Second, "stop when nothing came for this long (after the first)")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -35,21 +37,26 @@ func main() {
 	if *ready != "" {
 		_ = os.WriteFile(*ready, []byte("ok\n"), 0o644)
 	}
-	var first time.Time
+	var first, last time.Time
 	got := 0
 	for got < *n {
-		m, err := r.Receive(ctx, nil)
+		rctx, rcancel := ctx, context.CancelFunc(func() {})
+		if got > 0 {
+			rctx, rcancel = context.WithTimeout(ctx, *idle)
+		}
+		m, err := r.Receive(rctx, nil)
+		rcancel()
 		if err != nil {
 			break
 		}
+		last = time.Now()
 		if got == 0 {
-			first = time.Now()
+			first = last
 		}
 		got++
 		_ = r.AcceptMessage(ctx, m)
 	}
-	secs := time.Since(first).Seconds()
-	fmt.Printf("received=%d seconds=%.3f rate=%.0f\n", got, secs, float64(got)/secs)
+	fmt.Printf("received=%d first=%.6f last=%.6f\n", got, float64(first.UnixNano())/1e9, float64(last.UnixNano())/1e9)
 	if got < *n {
 		os.Exit(2)
 	}
