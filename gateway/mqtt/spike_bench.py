@@ -54,16 +54,17 @@ def publish(port, n, qos):
 
 
 def run_gateway(args, client_port, work, qos):
+    n = args.n if qos == 0 else args.n1
     ready = os.path.join(work, "ready-%d" % qos)
     consumer = subprocess.Popen([os.path.join(args.bin, "amqp-count"), "-url", "amqp://127.0.0.1:%d" % client_port,
-                                 "-address", "bench", "-n", str(args.n), "-timeout", "%ds" % args.timeout,
+                                 "-address", "bench", "-n", str(n), "-timeout", "%ds" % args.timeout,
                                  "-ready", ready], stdout=subprocess.PIPE, text=True)
     while not os.path.exists(ready):
         time.sleep(0.05)
-    start, pub_end, rc = publish(args.gateway_port, args.n, qos)
+    start, pub_end, rc = publish(args.gateway_port, n, qos)
     out, _ = consumer.communicate(timeout=args.timeout + 10)
     fields = dict(kv.split("=") for kv in out.split())
-    return result("gateway+qdrouterd", qos, args.n, rc, start, pub_end, int(fields["received"]), float(fields["last"]))
+    return result("gateway+qdrouterd", qos, n, rc, start, pub_end, int(fields["received"]), float(fields["last"]))
 
 
 def result(system, qos, n, rc, start, pub_end, received, last):
@@ -73,19 +74,22 @@ def result(system, qos, n, rc, start, pub_end, received, last):
 
 
 def run_mosquitto(args, port, qos):
+    n = args.n if qos == 0 else args.n1
     sub = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(port), "-q", str(qos), "-t", "bench",
-                            "-C", str(args.n), "-W", str(args.timeout), "-i", "bench-sub", "-F", "%U"],
+                            "-C", str(n), "-W", str(args.timeout), "-i", "bench-sub", "-F", "%U"],
                            stdout=subprocess.PIPE, text=True)
     time.sleep(0.5)  # subscribed (mosquitto_sub has no ready signal)
-    start, pub_end, rc = publish(port, args.n, qos)
+    start, pub_end, rc = publish(port, n, qos)
     lines = sub.communicate(timeout=args.timeout + 10)[0].split()
-    return result("mosquitto", qos, args.n, rc, start, pub_end, len(lines), float(lines[-1]) if lines else start)
+    return result("mosquitto", qos, n, rc, start, pub_end, len(lines), float(lines[-1]) if lines else start)
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", default="/tmp/mqtt-spike-bin")
-    p.add_argument("-n", type=int, default=20000)
+    p.add_argument("-n", type=int, default=100000, help="messages at QoS 0")
+    p.add_argument("--n1", type=int, default=30000,
+                   help="messages at QoS 1 (mosquitto_pub -l stops near 34,000 lines at QoS 1, to both servers)")
     p.add_argument("--timeout", type=int, default=50)
     p.add_argument("--qos", default="0,1")
     args = p.parse_args()
