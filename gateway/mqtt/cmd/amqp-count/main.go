@@ -19,11 +19,17 @@ func main() {
 	n := flag.Int("n", 10000, "messages to receive")
 	timeout := flag.Duration("timeout", 60*time.Second, "give up after")
 	ready := flag.String("ready", "", "file written once the receiver is attached")
+	user := flag.String("user", "", "SASL PLAIN user (default: ANONYMOUS)")
+	password := flag.String("password", "", "SASL PLAIN password")
 	idle := flag.Duration("idle", 3*time.Second, "stop when nothing came for this long (after the first)")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	conn, err := amqp.Dial(ctx, *url, &amqp.ConnOptions{SASLType: amqp.SASLTypeAnonymous()})
+	sasl := amqp.SASLTypeAnonymous()
+	if *user != "" {
+		sasl = amqp.SASLTypePlain(*user, *password)
+	}
+	conn, err := amqp.Dial(ctx, *url, &amqp.ConnOptions{SASLType: sasl})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
