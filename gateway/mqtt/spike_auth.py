@@ -18,7 +18,6 @@ import tempfile
 import time
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.properties import Properties  # noqa: F401  (paho's v5 support is there)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)

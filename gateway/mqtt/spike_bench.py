@@ -62,7 +62,7 @@ def run_gateway(args, client_port, work, qos):
     while not os.path.exists(ready):
         time.sleep(0.05)
     start, pub_end, rc = publish(args.gateway_port, n, qos)
-    out, _ = consumer.communicate(timeout=args.timeout + 10)
+    out = consumer.communicate(timeout=args.timeout + 10)[0]
     fields = dict(kv.split("=") for kv in out.split())
     return result("gateway+qdrouterd", qos, n, rc, start, pub_end, int(fields["received"]), float(fields["last"]))
 
@@ -114,12 +114,12 @@ def main():
                                       stderr=subprocess.DEVNULL))
         wait_port(args.gateway_port)
         wait_port(mosq_port)
-        print("uptime before:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+        print("uptime before:", subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip())
         for qos in [int(q) for q in args.qos.split(",")]:
             for result in (run_gateway(args, client_port, work, qos), run_mosquitto(args, mosq_port, qos)):
                 print(result, flush=True)
                 results.append(result)
-        print("uptime after:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+        print("uptime after:", subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip())
     finally:
         for proc in procs:
             proc.terminate()
