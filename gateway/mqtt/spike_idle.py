@@ -33,6 +33,7 @@ def rss_mib(pid):
 
 CHILD = r"""
 import sys, time
+import paho.mqtt.client as mqtt
 port, n, tag = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 connected = set()
 clients = []
