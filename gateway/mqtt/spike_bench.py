@@ -32,6 +32,10 @@ import helpers  # noqa: E402
 from routers import RouterMesh, section  # noqa: E402
 
 
+class ARGS:  # what result() reports besides its arguments
+    clients = 1
+
+
 def wait_port(port, timeout=20):
     import socket
     deadline = time.time() + timeout
@@ -44,13 +48,21 @@ def wait_port(port, timeout=20):
     raise RuntimeError("port %d never opened" % port)
 
 
-def publish(port, n, qos):
-    lines = "".join("message %d\n" % i for i in range(n)).encode()
+def publish(port, n, qos, clients=1):
+    """``clients`` mosquitto_pub processes in parallel, n messages in all."""
     start = time.time()
-    pub = subprocess.Popen(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(port), "-q", str(qos), "-t", "bench",
-                            "-l", "-i", "bench-pub"], stdin=subprocess.PIPE)
-    pub.communicate(lines, timeout=120)
-    return start, time.time(), pub.returncode
+    pubs = []
+    for k in range(clients):
+        count = n // clients + (1 if k < n % clients else 0)
+        lines = "".join("message %d\n" % i for i in range(count)).encode()
+        pub = subprocess.Popen(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(port), "-q", str(qos), "-t", "bench",
+                                "-l", "-i", "bench-pub-%d" % k], stdin=subprocess.PIPE)
+        pubs.append((pub, lines))
+    for pub, lines in pubs:
+        pub.stdin.write(lines)
+        pub.stdin.close()
+    rc = max(pub.wait(timeout=120) for pub, _lines in pubs)
+    return start, time.time(), rc
 
 
 def run_gateway(args, client_port, work, qos):
@@ -61,14 +73,14 @@ def run_gateway(args, client_port, work, qos):
                                  "-ready", ready], stdout=subprocess.PIPE, text=True)
     while not os.path.exists(ready):
         time.sleep(0.05)
-    start, pub_end, rc = publish(args.gateway_port, n, qos)
+    start, pub_end, rc = publish(args.gateway_port, n, qos, args.clients)
     out = consumer.communicate(timeout=args.timeout + 10)[0]
     fields = dict(kv.split("=") for kv in out.split())
     return result("gateway+qdrouterd", qos, n, rc, start, pub_end, int(fields["received"]), float(fields["last"]))
 
 
 def result(system, qos, n, rc, start, pub_end, received, last):
-    return {"system": system, "qos": qos, "n": n, "pub_rc": rc, "received": received, "lost": n - received,
+    return {"system": system, "qos": qos, "n": n, "clients": ARGS.clients, "pub_rc": rc, "received": received, "lost": n - received,
             "pub_seconds": round(pub_end - start, 3), "e2e_seconds": round(last - start, 3),
             "rate": round(received / (last - start)) if received else 0}
 
@@ -79,7 +91,7 @@ def run_mosquitto(args, port, qos):
                             "-C", str(n), "-W", str(args.timeout), "-i", "bench-sub", "-F", "%U"],
                            stdout=subprocess.PIPE, text=True)
     time.sleep(0.5)  # subscribed (mosquitto_sub has no ready signal)
-    start, pub_end, rc = publish(port, n, qos)
+    start, pub_end, rc = publish(port, n, qos, args.clients)
     lines = sub.communicate(timeout=args.timeout + 10)[0].split()
     return result("mosquitto", qos, n, rc, start, pub_end, len(lines), float(lines[-1]) if lines else start)
 
@@ -91,8 +103,10 @@ def main():
     p.add_argument("--n1", type=int, default=30000,
                    help="messages at QoS 1 (mosquitto_pub -l stops near 34,000 lines at QoS 1, to both servers)")
     p.add_argument("--timeout", type=int, default=50)
+    p.add_argument("--clients", type=int, default=1, help="publishing clients (mosquitto_pub processes)")
     p.add_argument("--qos", default="0,1")
     args = p.parse_args()
+    ARGS.clients = args.clients
     work = tempfile.mkdtemp(prefix="mqtt-spike-")
     client_port = helpers.free_port()
     args.gateway_port = helpers.free_port()
