@@ -59,13 +59,13 @@ def test_jolokia_errors_name_neither_password_nor_header():
     assert "Authorization" not in text and "Basic " not in text
 
 
-def run_module(name, args, tmp_path):
+def run_module(name, args, tmp_path, secrets=SECRETS):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     proc = subprocess.run([sys.executable, "-m", "ansible_collections.enmasse.messaging.plugins.modules." + name],
                           input=json.dumps({"ANSIBLE_MODULE_ARGS": args}), capture_output=True, text=True,
                           env=env, cwd=str(tmp_path), timeout=120, check=False)
     out = proc.stdout + proc.stderr
-    for secret in SECRETS:
+    for secret in secrets:
         assert secret not in out, "%s leaked by %s: %s" % (secret, name, out)
     assert "Authorization" not in out
     return json.loads(proc.stdout)
@@ -133,16 +133,9 @@ def test_messaging_user_bulk_passwords_are_never_printed(tmp_path):
     users = [{"username": "user-%03d" % i, "password": p, "authorization": [{"addresses": ["*"], "operations": ["send"]}]}
              for i, p in enumerate(secrets)]
     users.append({"username": "enc", "authentication": {"type": "password", "password": "authpw-secret-1"}})
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    proc = subprocess.run([sys.executable, "-m", "ansible_collections.enmasse.messaging.plugins.modules.messaging_user"],
-                          input=json.dumps({"ANSIBLE_MODULE_ARGS": {
-                              "address_space": "demo", "users": users, "keycloak_url": "https://127.0.0.1:1",
-                              "keycloak_admin_password": "kcadmin-secret-1"}}),
-                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120, check=False)
-    out = proc.stdout + proc.stderr
-    for secret in secrets + ["authpw-secret-1", "kcadmin-secret-1"]:
-        assert secret not in out
-    res = json.loads(proc.stdout)
+    res = run_module("messaging_user", {"address_space": "demo", "users": users, "keycloak_url": "https://127.0.0.1:1",
+                                        "keycloak_admin_password": "kcadmin-secret-1"},
+                     tmp_path, secrets=secrets + ["authpw-secret-1", "kcadmin-secret-1"])
     assert res["failed"]
     shown = res["invocation"]["module_args"]["users"]
     assert [u["username"] for u in shown[:2]] == ["user-000", "user-001"]
