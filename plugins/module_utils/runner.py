@@ -85,7 +85,7 @@ def trim_masking(module, *outputs):
     """Make Ansible's masking of the hidden values cheap, output unchanged.
 
     Ansible's ``remove_values`` replaces every no_log value in every string
-    of the output: strings x values, about a second for 1,000 users'
+    of the output: strings x values, about half a second for 1,000 users'
     passwords. Here the hidden values that are whole parameter values are
     replaced by the placeholder in the ``invocation`` (as Ansible would),
     then only the hidden values still found somewhere in the output
