@@ -49,4 +49,6 @@ func (h filterHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	return filterHandler{h.next.WithAttrs(kept)}
 }
 
-func (h filterHandler) WithGroup(name string) slog.Handler { return filterHandler{h.next.WithGroup(name)} }
+func (h filterHandler) WithGroup(name string) slog.Handler {
+	return filterHandler{h.next.WithGroup(name)}
+}
