@@ -46,8 +46,8 @@ type link struct {
 	sess       *amqp.Session
 	mu         sync.Mutex
 	senders    map[string]*amqp.Sender
-	staged     map[string][]*amqp.Receiver // filter -> receivers attached by the ACL check
-	subs       map[string][]*amqp.Receiver // filter -> receivers of a granted subscription
+	staged     map[string][]*sub // filter -> receivers attached by the ACL check
+	subs       map[string][]*sub // filter -> receivers of a granted subscription
 	deliveries map[uint16]delivery
 	acks       chan pending
 	done       chan struct{}
@@ -197,7 +197,7 @@ func (b *Bridge) dial(cl *mqtt.Client, user, password string) (*link, packets.Co
 		if err == nil {
 			lctx, lcancel := context.WithCancel(context.Background())
 			return &link{user: user, conn: conn, sess: sess, senders: map[string]*amqp.Sender{},
-				staged: map[string][]*amqp.Receiver{}, subs: map[string][]*amqp.Receiver{},
+				staged: map[string][]*sub{}, subs: map[string][]*sub{},
 				deliveries: map[uint16]delivery{}, acks: make(chan pending, *b.Config.ReceiveMaximum),
 				done: make(chan struct{}), ctx: lctx, cancel: lcancel}, code, v3, nil
 		}
@@ -218,12 +218,31 @@ func (b *Bridge) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool 
 
 // OnPacketRead refuses QoS 2 publishes (not in this slice): MQTT 5
 // DISCONNECT 0x9B "QoS not supported" (the CONNACK said maximum QoS 1);
-// MQTT 3.1.1 the connection is closed.
+// MQTT 3.1.1 the connection is closed. mochi drops a publish to $SYS/...
+// without an answer: it is refused as any topic outside the table (MQTT 5
+// PUBACK 0x87, 3.1.1 the connection closed).
 func (b *Bridge) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
-	if pk.FixedHeader.Type == packets.Publish && pk.FixedHeader.Qos == 2 {
+	if pk.FixedHeader.Type != packets.Publish {
+		return pk, nil
+	}
+	v5 := cl.Properties.ProtocolVersion == 5
+	if pk.FixedHeader.Qos == 2 {
 		b.Log.Info("publish refused: QoS 2 is not supported", "client", cl.ID, "topic", pk.TopicName)
-		_ = b.Server.DisconnectClient(cl, packets.ErrQosNotSupported)
-		return pk, packets.ErrQosNotSupported
+		if v5 {
+			_ = b.Server.DisconnectClient(cl, packets.ErrQosNotSupported)
+		} else {
+			cl.Stop(packets.ErrQosNotSupported)
+		}
+		return pk, packets.ErrRejectPacket // mochi ends the connection
+	}
+	if pk.FixedHeader.Qos == 1 && !mqtt.IsValidFilter(pk.TopicName, true) {
+		b.Log.Info("publish refused: reserved topic", "client", cl.ID, "topic", pk.TopicName)
+		if !v5 {
+			cl.Stop(packets.ErrNotAuthorized)
+			return pk, packets.ErrRejectPacket
+		}
+		_ = cl.WritePacket(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback},
+			PacketID: pk.PacketID, ReasonCode: packets.ErrNotAuthorized.Code})
 	}
 	return pk, nil
 }
@@ -247,17 +266,7 @@ func (b *Bridge) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 		b.Log.Info("subscribe refused: no address of the space matches", "client", cl.ID, "filter", topic)
 		return false
 	}
-	var rs []*amqp.Receiver
-	for _, a := range addresses {
-		ctx, cancel := context.WithTimeout(l.ctx, b.Timeout)
-		r, err := l.sess.NewReceiver(ctx, a, &amqp.ReceiverOptions{Credit: int32(*b.Config.ReceiveMaximum)})
-		cancel()
-		if err != nil {
-			b.Log.Info("receiver refused by the router", "client", cl.ID, "user", l.user, "address", a, "error", err)
-			continue
-		}
-		rs = append(rs, r)
-	}
+	rs := b.attach(cl, l, addresses)
 	if len(rs) == 0 {
 		b.Log.Info("subscribe refused: no recv permission", "client", cl.ID, "user", l.user, "filter", topic)
 		return false
@@ -269,10 +278,10 @@ func (b *Bridge) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 	return true
 }
 
-func closeAll(rs []*amqp.Receiver) {
+func closeAll(rs []*sub) {
 	for _, r := range rs {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = r.Close(ctx)
+		_ = r.r.Close(ctx)
 		cancel()
 	}
 }
@@ -297,7 +306,7 @@ func (b *Bridge) OnSubscribed(cl *mqtt.Client, pk packets.Packet, codes []byte) 
 		l.mu.Unlock()
 		closeAll(old)
 		for _, r := range rs {
-			go b.receive(cl, l, r, codes[i])
+			go b.receive(cl, l, r.r, r.first, codes[i])
 		}
 		b.Log.Info("subscribed", "client", cl.ID, "filter", f.Filter, "addresses", len(rs), "qos", codes[i])
 	}
@@ -315,4 +324,57 @@ func (b *Bridge) OnUnsubscribed(cl *mqtt.Client, pk packets.Packet) {
 		l.mu.Unlock()
 		closeAll(rs)
 	}
+}
+
+// sub is one address of a subscription: its receiver and a message that
+// arrived while the attach was probed.
+type sub struct {
+	r     *amqp.Receiver
+	first *amqp.Message
+}
+
+// probeWindow: qdrouterd answers a receiver it refuses (no recv) with an
+// attach that names the source and then a detach with
+// amqp:unauthorized-access; the SUBACK waits this long for that detach.
+const probeWindow = 300 * time.Millisecond
+
+// attach opens a receiver per address on the client's connection, all at
+// once, and keeps those the router did not detach within probeWindow.
+func (b *Bridge) attach(cl *mqtt.Client, l *link, addresses []string) []*sub {
+	out := make([]*sub, len(addresses))
+	var wg sync.WaitGroup
+	for i, a := range addresses {
+		wg.Add(1)
+		go func(i int, a string) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(l.ctx, b.Timeout)
+			r, err := l.sess.NewReceiver(ctx, a, &amqp.ReceiverOptions{Credit: int32(*b.Config.ReceiveMaximum)})
+			cancel()
+			var first *amqp.Message
+			if err == nil {
+				pctx, pcancel := context.WithTimeout(l.ctx, probeWindow)
+				first, err = r.Receive(pctx, nil)
+				pcancel()
+				if errors.Is(err, context.DeadlineExceeded) {
+					err = nil
+				}
+			}
+			if err != nil {
+				b.Log.Info("receiver refused by the router", "client", cl.ID, "user", l.user, "address", a, "error", err)
+				if r != nil {
+					closeAll([]*sub{{r: r}})
+				}
+				return
+			}
+			out[i] = &sub{r: r, first: first}
+		}(i, a)
+	}
+	wg.Wait()
+	var kept []*sub
+	for _, s := range out {
+		if s != nil {
+			kept = append(kept, s)
+		}
+	}
+	return kept
 }

@@ -166,23 +166,27 @@ func qosOf(m *amqp.Message, granted byte) byte {
 // written and accepted; QoS 1 accepted on the router only when the client's
 // PUBACK came (OnQosComplete); the receiver's credit (receive_maximum)
 // bounds the unacknowledged ones.
-func (b *Bridge) receive(cl *mqtt.Client, l *link, r *amqp.Receiver, granted byte) {
+func (b *Bridge) receive(cl *mqtt.Client, l *link, r *amqp.Receiver, m *amqp.Message, granted byte) {
 	topic := r.Address()
 	for {
-		m, err := r.Receive(l.ctx, nil)
-		if err != nil {
-			return
+		if m == nil {
+			var err error
+			if m, err = r.Receive(l.ctx, nil); err != nil {
+				return
+			}
 		}
 		out := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: qosOf(m, granted)},
 			TopicName: topic, Payload: payload(m), Created: time.Now().Unix()}
 		if out.FixedHeader.Qos == 0 {
 			_ = cl.WritePacket(out)
 			_ = r.AcceptMessage(l.ctx, m)
+			m = nil
 			continue
 		}
 		id, err := cl.NextPacketID()
 		if err != nil {
 			_ = r.ReleaseMessage(l.ctx, m)
+			m = nil
 			continue
 		}
 		out.PacketID = uint16(id)
@@ -197,6 +201,7 @@ func (b *Bridge) receive(cl *mqtt.Client, l *link, r *amqp.Receiver, granted byt
 			l.mu.Unlock()
 			_ = r.ReleaseMessage(l.ctx, m)
 		}
+		m = nil
 	}
 }
 

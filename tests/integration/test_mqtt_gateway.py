@@ -28,6 +28,7 @@ ADDRESSES = {"q1": "queue", "q2": "queue", "q3": "queue", "t/a": "topic", "t/b":
              "w/a": "anycast", "w/b": "anycast", "w/c/d": "anycast", "h/a": "anycast"}
 MAX_PACKET = 1024
 PER_USER = 2
+OPEN = []  # every MQTT client a test made: closed after each test (the per-user limit counts them)
 
 
 def gateway_binary():
@@ -113,7 +114,7 @@ class Mqtt(object):
         self.version = paho.MQTTv5 if version == 5 else paho.MQTTv311
         self.c = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id=client_id or "", protocol=self.version)
         self.connack, self.disconnect_rc, self.pubacks, self.subacks, self.messages = None, None, {}, {}, []
-        self.lock = threading.Lock()
+        OPEN.append(self)
         self.c.on_connect = lambda c, u, flags, rc, props: setattr(self, "connack", rc)
         self.c.on_disconnect = lambda c, u, flags, rc, props: setattr(self, "disconnect_rc", rc)
         self.c.on_publish = lambda c, u, mid, rc, props: self.pubacks.__setitem__(mid, rc)
@@ -145,8 +146,19 @@ class Mqtt(object):
         return [rc.value for rc in self.subacks[mid]]
 
     def close(self):
-        self.c.disconnect()
-        self.c.loop_stop()
+        try:
+            self.c.disconnect()
+        finally:
+            self.c.loop_stop()
+            if self.c.socket():
+                self.c.socket().close()
+
+
+@pytest.fixture(autouse=True)
+def close_clients():
+    yield
+    while OPEN:
+        OPEN.pop().close()
 
 
 def amqp(env, user="alice", password="secret-a"):
@@ -161,29 +173,61 @@ def mosquitto(tool, env, user, password, *args, tls=True, timeout=20):
                           timeout=timeout)
 
 
-def amqp_receive(conn, address, n=1, timeout=15):
-    r = conn.create_receiver(address, credit=10)
-    got = [r.receive(timeout=timeout) for _ in range(n)]
-    for _ in got:
-        r.accept()
-    r.close()
-    return got
+class Consumer(threading.Thread):
+    """An AMQP consumer of ``address`` in its own thread (a blocking proton
+    connection must be pumped while the test waits on MQTT), accepting what
+    it gets into ``messages``."""
+
+    def __init__(self, env, address, user="alice", password="secret-a"):
+        super(Consumer, self).__init__(daemon=True)
+        self.env, self.address, self.user, self.password = env, address, user, password
+        self.messages, self.presettled, self.ready, self.stopping, self.error = [], [], threading.Event(), False, None
+        self.start()
+        assert self.ready.wait(20), "the AMQP consumer did not attach: %s" % self.error
+
+    def run(self):
+        from proton import Timeout
+        try:
+            conn = asr.connect(self.env, "space-a", self.user, self.password)
+            receiver = conn.create_receiver(self.address, credit=10)
+            self.ready.set()
+            while not self.stopping:
+                try:
+                    m = receiver.receive(timeout=0.2)
+                except Timeout:
+                    continue
+                # proton queues only unsettled deliveries for accept(): none queued = pre-settled
+                self.presettled.append(not receiver.fetcher.unsettled)
+                self.messages.append(m)
+                if receiver.fetcher.unsettled:
+                    receiver.accept()
+            conn.close()
+        except Exception as e:  # reported by the waits
+            self.error = e
+            self.ready.set()
+
+    def wait(self, n=1, timeout=15):
+        assert wait_for(lambda: len(self.messages) >= n, timeout), "AMQP %s: %d of %d (%s)" % (
+            self.address, len(self.messages), n, self.error)
+        return self.messages
+
+    def stop(self):
+        self.stopping = True
+        self.join(10)
 
 
 # ------------------------------------------------------------ tests
 
 def test_tls_listener_takes_mosquitto_and_paho_and_plain_tcp_is_refused(env):
-    conn = amqp(env)
+    consumer = Consumer(env, "q1")
     try:
-        receiver = conn.create_receiver("q1", credit=10)
         out = mosquitto("mosquitto_pub", env, "alice", "secret-a", "-t", "q1", "-q", "1", "-m", "over-tls")
         assert out.returncode == 0, out.stdout
-        m = receiver.receive(timeout=15)
-        receiver.accept()
+        m = consumer.wait()[0]
         assert bytes(m.body) == b"over-tls"
         assert m.annotations[mapping.ANNOTATION_QOS] == 1 and m.durable
     finally:
-        conn.close()
+        consumer.stop()
     plain = mosquitto("mosquitto_pub", env, "alice", "secret-a", "-t", "q1", "-m", "x", tls=False, timeout=30)
     assert plain.returncode != 0
     c = Mqtt(env, "alice", "secret-a", tls=False, connect=False)
@@ -213,18 +257,16 @@ def test_wrong_password_unknown_user_and_another_spaces_user_are_refused(env):
 
 
 def test_publish_without_send_gets_puback_0x87_in_mqtt5_and_a_disconnect_in_311(env):
-    conn = amqp(env)
+    consumer = Consumer(env, "q1")
     try:
-        receiver = conn.create_receiver("q1", credit=10)
         c = Mqtt(env, "carol", "carol-pw")
         assert c.puback(c.publish("q2", b"not allowed")).value == 0x87
         assert c.puback(c.publish("q1", b"allowed")).value == 0
-        assert bytes(receiver.receive(timeout=15).body) == b"allowed"
-        receiver.accept()
+        assert bytes(consumer.wait()[0].body) == b"allowed"
         assert c.connected
         c.close()
     finally:
-        conn.close()
+        consumer.stop()
     c3 = Mqtt(env, "carol", "carol-pw", version=3)
     assert c3.connack == 0
     c3.publish("q2", b"not allowed")
@@ -267,22 +309,24 @@ def test_qos1_puback_waits_for_the_router_and_qos0_is_presettled(env):
     c = Mqtt(env, "alice", "secret-a")
     mid = c.publish("h/a", b"held")  # anycast, no consumer yet: the router gives no credit
     assert c.puback(mid, timeout=2) is None, "PUBACK before the router took the message"
-    conn = amqp(env)
+    held = Consumer(env, "h/a")
     try:
-        got = amqp_receive(conn, "h/a")
-        assert bytes(got[0].body) == b"held"
+        assert bytes(held.wait()[0].body) == b"held"
         assert c.puback(mid).value == 0
-        receiver = conn.create_receiver("q1", credit=10)
-        c.publish("q1", b"zero", qos=0)
-        c.publish("q1", b"retained", qos=1)
-        c.c.publish("q1", b"r", qos=1, retain=True)
-        zero = receiver.receive(timeout=15)
-        assert (bytes(zero.body), zero.durable, zero.annotations[mapping.ANNOTATION_QOS]) == (b"zero", False, 0)
-        assert receiver.receive(timeout=15).annotations.get(mapping.ANNOTATION_RETAIN) is None
-        assert receiver.receive(timeout=15).annotations[mapping.ANNOTATION_RETAIN] is True
-        receiver.accept()
     finally:
-        conn.close()
+        held.stop()
+    consumer = Consumer(env, "q1")
+    try:
+        c.publish("q1", b"zero", qos=0)
+        c.publish("q1", b"one", qos=1)
+        c.c.publish("q1", b"retain", qos=1, retain=True)
+        got = consumer.wait(3)
+        assert [(bytes(m.body), m.durable, m.annotations[mapping.ANNOTATION_QOS],
+                 m.annotations.get(mapping.ANNOTATION_RETAIN)) for m in got] == [
+            (b"zero", False, 0, None), (b"one", True, 1, None), (b"retain", True, 1, True)]
+        assert consumer.presettled == [True, False, False]  # QoS 0 pre-settled, QoS 1 not
+    finally:
+        consumer.stop()
         c.close()
 
 
@@ -313,8 +357,12 @@ def test_packets_over_max_packet_size_disconnect_the_client(env):
     c = Mqtt(env, "alice", "secret-a")
     c.publish("q1", b"x" * (MAX_PACKET + 100))
     assert wait_for(lambda: not c.connected), "a too large packet was taken"
-    assert c.disconnect_rc is not None and c.disconnect_rc.value == 0x95, c.disconnect_rc
-    c.c.loop_stop()
+    # mochi closes the connection without a DISCONNECT 0x95 (README.md): paho reports 0x80
+    c3 = Mqtt(env, "alice", "secret-a", version=3)
+    assert c3.puback(c3.publish("not-declared", b"x" * (MAX_PACKET - 100), qos=0), timeout=0.5) is not None
+    assert c3.connected  # under the limit: read (and dropped: no such address, QoS 0)
+    c3.publish("q1", b"x" * (MAX_PACKET + 100))
+    assert wait_for(lambda: not c3.connected, 3), "a too large packet was taken (3.1.1)"
 
 
 def test_connections_per_user_are_limited(env):
@@ -327,17 +375,17 @@ def test_connections_per_user_are_limited(env):
     assert out.returncode != 0 and "unavailable" in out.stdout.lower(), out.stdout  # 3.1.1 code 3
     assert Mqtt(env, "alice", "secret-a").connack == 0  # another user is not counted
     first[0].close()
-    assert wait_for(lambda: Mqtt(env, "bob", "bob-pw").connack == 0, 5)
-    for c in first[1:]:
-        c.close()
+    time.sleep(0.3)  # the gateway sees the DISCONNECT
+    assert Mqtt(env, "bob", "bob-pw").connack == 0
 
 
-def test_qos2_publish_is_refused_with_0x9b(env):
+def test_qos2_publish_is_refused(env):
     c = Mqtt(env, "alice", "secret-a")
     c.publish("q1", b"exactly once?", qos=2)
     assert wait_for(lambda: not c.connected)
     assert c.disconnect_rc.value == 0x9B, c.disconnect_rc
-    c.c.loop_stop()
+    out = mosquitto("mosquitto_pub", env, "alice", "secret-a", "-t", "q1", "-q", "2", "-m", "exactly once?")
+    assert out.returncode != 0, out.stdout  # MQTT 3.1.1: the connection is closed
 
 
 def test_sighup_reads_new_addresses_without_dropping_clients(env):
@@ -346,14 +394,12 @@ def test_sighup_reads_new_addresses_without_dropping_clients(env):
     write_table(env["table"], ADDRESSES)
     env["gateway"].send_signal(signal.SIGHUP)
     assert wait_for(lambda: "table reloaded" in open(env["gateway_log"]).read())
-    conn = amqp(env)
+    consumer = Consumer(env, "q3")
     try:
-        receiver = conn.create_receiver("q3", credit=10)
         assert c.puback(c.publish("q3", b"after")).value == 0
-        assert bytes(receiver.receive(timeout=15).body) == b"after"
-        receiver.accept()
+        assert bytes(consumer.wait()[0].body) == b"after"
     finally:
-        conn.close()
+        consumer.stop()
     assert c.connected
     c.close()
 
