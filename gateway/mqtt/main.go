@@ -85,8 +85,13 @@ func main() {
 	caps.MaximumQos = 1
 	caps.SharedSubAvailable = 0
 	caps.MaximumSessionExpiryInterval = 0
-	// mochi's own logs (at warn and above only) go through the same filter
-	mlog := slog.New(filterHandler{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})})
+	// mochi's own logs go through the same filter: errors only ("info"; its
+	// warnings are every closed connection), everything with "debug"
+	mlevel := slog.LevelError
+	if c.LogLevel == "debug" {
+		mlevel = slog.LevelDebug
+	}
+	mlog := slog.New(filterHandler{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: mlevel})}).With("from", "mochi")
 	server := mqtt.New(&mqtt.Options{Logger: mlog, Capabilities: caps})
 	b := NewBridge(c, table, rtls, log)
 	b.Server = server

@@ -415,6 +415,24 @@ def test_logs_hold_no_password_and_no_payload(env):
         assert secret not in log, secret
 
 
+def test_no_reachable_router_refuses_connect_with_server_unavailable(env, tmp_path):
+    config = json.load(open(os.path.join(env["root"], "gateway.json")))
+    port = free_port()
+    config.update(listen_tls="127.0.0.1:%d" % port, routers=["127.0.0.1:%d" % free_port()])
+    (tmp_path / "down.json").write_text(json.dumps(config))
+    log = str(tmp_path / "down.log")
+    proc = subprocess.Popen([env["binary"], "-config", str(tmp_path / "down.json")], stdout=open(log, "w"),
+                            stderr=subprocess.STDOUT)
+    try:
+        asr.wait_listening(port, proc, log, "the second gateway")
+        down = dict(env, port=port)
+        assert Mqtt(down, "alice", "secret-a").connack.value == 0x88
+        out = mosquitto("mosquitto_pub", down, "alice", "secret-a", "-t", "q1", "-m", "x")
+        assert out.returncode != 0 and "unavailable" in out.stdout.lower(), out.stdout  # 3.1.1 code 3
+    finally:
+        asr.stop(proc)
+
+
 def test_a_bad_config_exits_non_zero_naming_the_field(env, tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"space": "space-a", "listen_tls": "127.0.0.1:8883", "routers": ["127.0.0.1:5671"],
