@@ -166,6 +166,9 @@ func classify(err error) (packets.Code, byte, bool) {
 	if strings.Contains(err.Error(), "SASL") && strings.Contains(err.Error(), "auth failed") {
 		return packets.ErrBadUsernameOrPassword, packets.ErrMalformedUsernameOrPassword.Code, true
 	}
+	if strings.Contains(err.Error(), "no supported auth mechanism") { // no user name: the router wants PLAIN
+		return packets.ErrNotAuthorized, packets.Err3NotAuthorized.Code, true
+	}
 	return packets.ErrServerUnavailable, packets.Err3ServerUnavailable.Code, false
 }
 

@@ -253,6 +253,8 @@ def test_wrong_password_unknown_user_and_another_spaces_user_are_refused(env):
         c = Mqtt(env, user, password)
         assert c.connack is not None and c.connack.value == 0x86, (user, c.connack)
         c.c.loop_stop()
+    anonymous = Mqtt(env, None, None)  # no user name: the space's listener takes SASL PLAIN only
+    assert anonymous.connack.value == 0x87, anonymous.connack
     out = mosquitto("mosquitto_pub", env, "alice", "wrong", "-t", "q1", "-m", "x")
     assert out.returncode != 0 and "bad user name or password" in out.stdout.lower(), out.stdout  # 3.1.1 code 4
     log = open(env["gateway_log"]).read()
