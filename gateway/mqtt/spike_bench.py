@@ -56,9 +56,9 @@ def start_gateway(bin_dir, listen_port, router_port, work):
     in ``bin_dir``) on a plain listener in front of a plain router listener,
     with the spikes' addresses in its table and no per-user limit."""
     import json
+    from ansible_collections.enmasse.messaging.plugins.module_utils.mqtt import mapping
     with open(os.path.join(work, "gateway-table.json"), "w") as f:
-        json.dump({"space": "spike", "addresses": SPIKE_ADDRESSES, "reserved_prefixes": ["$", "_topo/", "_local/",
-                                                                                        "_edge/", "amqp:"]}, f)
+        json.dump(mapping.gateway_table("spike", SPIKE_ADDRESSES), f)
     config = {"space": "spike", "listen_plain": "127.0.0.1:%d" % listen_port,
               "routers": ["127.0.0.1:%d" % router_port], "table_file": os.path.join(work, "gateway-table.json"),
               "max_connections_per_user": 0, "receive_maximum": 1000}
