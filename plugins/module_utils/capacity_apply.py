@@ -92,7 +92,7 @@ def run(params, check_mode, now=None):
                   "moves": len(decision["moves"]), "refused": len(decision["refused"])}
         if not check_mode:
             _append(history_path, record)
-    result = dict(decision, changed=changed, history_record=record if changed and not check_mode else None,
+    result = dict(decision, changed=changed, history_record=None if check_mode else record,
                   plan_generated_at=plan.get("generated_at"),
                   diff={"before": _pool_view(live["brokers"], live["routers"]),
                         "after": _after(live, decision) if changed else _pool_view(live["brokers"], live["routers"])})

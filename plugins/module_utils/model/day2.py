@@ -37,6 +37,7 @@ __metaclass__ = type
 import time
 from datetime import datetime
 
+from .names import fmt as _fmt
 from .schema import INFRA_SPACE
 
 GUARDRAILS = {
@@ -51,10 +52,6 @@ GUARDRAILS = {
     "min_valid_window_ratio": 0.9,  # data quality the plan must rest on
 }
 _INTS = ("max_hosts_changed", "max_moves", "cooldown", "min_brokers", "min_routers", "plan_max_age")
-
-
-def _fmt(value):
-    return repr(value)
 
 
 def guardrail_errors(guardrails, field="guardrails"):
@@ -121,12 +118,12 @@ def _stale(plan, brokers, routers, live, now, g):
     if not isinstance(ratio, (int, float)) or ratio < g["min_valid_window_ratio"]:
         why.append(("data-quality", "valid_window_ratio %s < %s"
                     % (_fmt(ratio), _fmt(g["min_valid_window_ratio"]))))
-    if sorted(brokers.get("brokers_before") or []) != sorted(live.get("brokers") or []):
-        why.append(("pool-changed", "planned for brokers %s, the pool is %s"
-                    % (_fmt(sorted(brokers.get("brokers_before") or [])), _fmt(sorted(live.get("brokers") or [])))))
-    if routers is not None and sorted(routers.get("routers_before") or []) != sorted(live.get("routers") or []):
-        why.append(("pool-changed", "planned for routers %s, the pool is %s"
-                    % (_fmt(sorted(routers.get("routers_before") or [])), _fmt(sorted(live.get("routers") or [])))))
+    for kind, pool in (("brokers", brokers), ("routers", routers)):
+        if pool is None:
+            continue
+        planned, now_live = sorted(pool.get(kind + "_before") or []), sorted(live.get(kind) or [])
+        if planned != now_live:
+            why.append(("pool-changed", "planned for %s %s, the pool is %s" % (kind, _fmt(planned), _fmt(now_live))))
     return why
 
 
