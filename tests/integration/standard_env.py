@@ -341,6 +341,9 @@ class StandardEnv(object):
                 f.write(c["password"])
             self.password_files[c["name"]] = path
 
+    # pool brokers leaving the pool (scale in): a test sets it, then write_infra()
+    draining = frozenset()
+
     def write_infra(self):
         data = {
             "management_url": self.routers[0].management_url,
@@ -349,7 +352,8 @@ class StandardEnv(object):
                          "user": b.router_user, "password_file": self.password_files[b.name],
                          "management_url": b.management_url, "management_user": b.management_user,
                          "management_password": b.management_password, "broker_name": b.name,
-                         "ssl_profile": "brokers" if self.broker_tls else None}
+                         "ssl_profile": "brokers" if self.broker_tls else None,
+                         "state": "draining" if b.name in self.draining else "active"}
                         for b in self.brokers],
             "auth_service": self.auth,
             "port_range": list(self.port_range),

@@ -703,3 +703,58 @@ def test_standard_dead_letters_stay_in_their_space(env, dl_space):
     b.close()
     assert "iso-1" in receive_ids(a, "dlq", ["iso-1"])
     a.close()
+
+
+def test_draining_broker_moves_its_queues_off_and_takes_nothing_new(env):
+    """Scale in (docs/scale-in.md): a pool broker marked draining in the
+    infrastructure file keeps only its outgoing links; its queue's new home
+    takes new messages, consumers get the old ones too, and once it is empty
+    the next converge releases it. No message accepted before or during the
+    drain is lost."""
+    make_space(env, "tenant-d")
+    first = [{"address": "dq", "type": "queue", "plan": "standard-small-queue"}]
+    res = converge(env, "tenant-d", first)
+    assert res.rc == 0, res.result
+    (leaving,) = res.result["addresses"][0]["status"]["brokers"]
+    idx = [b.name for b in env.brokers].index(leaving)
+    other = env.brokers[1 - idx].name
+    c = connect(env, "tenant-d", 0)
+    snd = c.create_sender("dq")
+    for i in range(10):
+        snd.send(Message(body="before-%d" % i, durable=True))
+    c.close()
+    assert broker_count(env, idx, "tenant-d/dq") == 10
+    both = first + [{"address": "dq2", "type": "queue", "plan": "standard-small-queue"}]
+    env.draining = frozenset([leaving])
+    env.write_infra()
+    try:
+        res = converge(env, "tenant-d", both)
+        assert res.rc == 0 and res.result["changed"], res.result
+        st = dict((a["address"], a["status"]) for a in res.result["addresses"])
+        # the queue moved to the other broker, the leaving one drains; the new queue never lands there
+        assert st["dq"]["brokers"] == [other] and st["dq"]["draining"] == [leaving], st
+        assert st["dq2"]["brokers"] == [other], st
+        c = connect(env, "tenant-d", 1)
+        snd = c.create_sender("dq")
+        for i in range(5):
+            snd.send(Message(body="during-%d" % i, durable=True))
+        assert broker_count(env, idx, "tenant-d/dq") == 10  # nothing new reached the leaving broker
+        assert broker_count(env, 1 - idx, "tenant-d/dq") == 5
+        got = drain(c, "dq", 15)
+        c.close()
+        assert sorted(got) == sorted(["before-%d" % i for i in range(10)] + ["during-%d" % i for i in range(5)])
+        # empty: the next converge releases it (queue and links gone); the one after changes nothing
+        res = converge(env, "tenant-d", both)
+        assert res.rc == 0 and res.result["changed"], res.result
+        assert "draining" not in res.result["addresses"][0]["status"], res.result["addresses"]
+        assert broker_count(env, idx, "tenant-d/dq") is None
+        res = converge(env, "tenant-d", both)
+        assert res.result["changed"] is False, res.result["changes"]
+    finally:
+        env.draining = frozenset()
+        env.write_infra()
+    # back to active: nothing moves back (placement is stable)
+    res = converge(env, "tenant-d", both)
+    assert res.result["changed"] is False, res.result["changes"]
+    info = run_module("address_info", dict(common(env, "tenant-d"), address_space="tenant-d"))
+    assert [a["status"]["brokers"] for a in info.result["addresses"]] == [[other], [other]], info.result

@@ -82,6 +82,22 @@ def test_site_refuses_operator_broker_certificates_without_their_ca_for_the_rout
     assert r.returncode == 0, r.stdout
 
 
+def test_inputs_refuse_a_bad_pool_state_and_a_pool_that_only_drains(tmp_path):
+    variables = tmp_path / "vars.yml"
+    variables.write_text("address_spaces:\n  - {name: shop, type: standard, plan: standard-small}\n")
+    inventory = tmp_path / "hosts.yml"
+
+    def run(b1, b2):
+        inventory.write_text("all:\n  children:\n    brokers: {hosts: {b1: {standard_pool_state: %s}, "
+                             "b2: {standard_pool_state: %s}}}\n    routers: {hosts: {r1: {}}}\n" % (b1, b2))
+        return _run(["ansible-playbook", "-i", str(inventory), "playbooks/inputs.yml", "-e", "@%s" % variables])
+    r = run("leaving", "active")
+    assert r.returncode != 0 and "standard_pool_state: b1: leaving (allowed: active, draining)" in r.stdout, r.stdout
+    r = run("draining", "draining")
+    assert r.returncode != 0 and "every broker host of the standard pool is draining (b1, b2)" in r.stdout, r.stdout
+    assert run("draining", "active").returncode == 0
+
+
 def test_aio_print_ports_publishes_every_instance(tmp_path):
     two = tmp_path / "two.yml"
     two.write_text(TWO_SPACES)

@@ -87,3 +87,47 @@ def test_subscription_lives_beside_its_topic():
 def test_router_only_addresses_take_no_broker():
     res = place([PlacementItem("any", 0.001, 0, 1, "anycast")])
     assert res.assignments["any"] == [] and res.brokers_needed == 0 and res.routers_needed == 1
+
+
+# ---- a broker leaving the pool (draining_brokers, issue 22's scale in)
+
+def test_draining_broker_takes_nothing_new():
+    items = [PlacementItem("q%d" % i, 0, 0.4, 1, "p") for i in range(3)]
+    res = place(items, brokers=["a", "b", "c"], draining_brokers=["a"])
+    assert res.assignments == {"q0": ["b"], "q1": ["b"], "q2": ["c"]}
+    assert res.brokers["a"] == 0 and res.moves == [] and res.draining == {}
+
+
+def test_address_on_a_draining_broker_moves_and_the_others_stay():
+    items = [PlacementItem("stay", 0, 0.5, 1, "m", current_brokers=["b"], current_plan="m"),
+             PlacementItem("leave", 0, 0.5, 1, "m", current_brokers=["a"], current_plan="m")]
+    res = place(items, brokers=["a", "b", "c"], draining_brokers=["a"])
+    assert res.assignments == {"stay": ["b"], "leave": ["b"]}
+    assert res.draining == {"leave": ["a"]}
+    assert res.moves == [{"name": "leave", "partition": 0, "from": "a", "to": "b"}]
+    assert res.brokers == {"a": 0.0, "b": 1.0, "c": 0.0}
+
+
+def test_partition_on_a_draining_broker_moves_alone_and_keeps_its_index():
+    items = [PlacementItem("pq", 0, 0.02, 3, "part", current_brokers=["a", "b", "c"], current_plan="part")]
+    res = place(items, brokers=["a", "b", "c", "d"], draining_brokers=["b"])
+    # partitions 0 and 2 stay; partition 1 goes to the one broker that is neither draining nor used by pq
+    assert res.assignments["pq"] == ["a", "d", "c"]
+    assert res.moves == [{"name": "pq", "partition": 1, "from": "b", "to": "d"}]
+    assert res.draining == {"pq": ["b"]}
+
+
+def test_draining_with_no_room_left_asks_for_a_new_broker():
+    items = [PlacementItem("pq", 0, 0.02, 2, "part", current_brokers=["a", "b"], current_plan="part")]
+    res = place(items, brokers=["a", "b"], draining_brokers=["b"])
+    # never two partitions on one broker, never the draining one: a broker the pool does not have
+    assert res.assignments["pq"] == ["a", "broker-2"]
+    assert res.draining == {"pq": ["b"]}
+
+
+def test_subscription_follows_its_topic_off_a_draining_broker():
+    items = [PlacementItem("t", 0, 0.1, 1, "topic", current_brokers=["a"], current_plan="topic"),
+             PlacementItem("s", 0, 0.1, 1, "sub", current_brokers=["a"], current_plan="sub", colocate_with="t")]
+    res = place(items, brokers=["a", "b"], draining_brokers=["a"])
+    assert res.assignments == {"t": ["b"], "s": ["b"]}
+    assert res.draining == {"t": ["a"], "s": ["a"]}

@@ -198,3 +198,19 @@ def test_a_subscription_has_no_settings_of_its_own_in_a_standard_space(tmp_path)
             assert "is only allowed on queue, topic addresses" in text, text
         else:
             assert "standard address space" in text and "'t'" in text, text
+
+
+def test_pool_broker_state_is_active_or_draining(tmp_path):
+    inf = infra(tmp_path)
+    assert svc.StandardService(inf).draining_brokers == []
+    data = json.loads((tmp_path / "standard.json").read_text())
+    data["brokers"][0]["state"] = "draining"
+    (tmp_path / "standard.json").write_text(json.dumps(data))
+    assert svc.StandardService(infra_mod.load_infra(str(tmp_path / "standard.json"))).draining_brokers == [
+        data["brokers"][0]["name"]]
+    data["brokers"][0]["state"] = "leaving"
+    (tmp_path / "standard.json").write_text(json.dumps(data))
+    with pytest.raises(ConfigError) as e:
+        infra_mod.load_infra(str(tmp_path / "standard.json"))
+    assert "brokers[0] (%s): state: 'leaving' must be one of active, draining" % data["brokers"][0]["name"] \
+        in " ".join(e.value.errors)

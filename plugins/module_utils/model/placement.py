@@ -13,6 +13,9 @@
 * stable: an address that already has a home keeps it unless its plan changed;
   then it is placed again and its old brokers that are no longer used for it
   are *draining* (they keep only their outgoing link until empty);
+* a broker that is *draining* (leaving the pool, issue 22's scale in) takes
+  no new partition; a partition homed on it is placed again (the address's
+  other partitions stay where they are) and the broker is *draining* for it;
 * a plan change that would take the space over its limits is *refused*: the
   address keeps its home (never pending, never drained: what exists is only
   removed by an explicit removal) and the modules refuse the change with
@@ -116,23 +119,27 @@ def exceeded_resources(totals, item, limits):
     return out
 
 
-def place(items, brokers=None, limits=None, capacity=1.0, new_broker_name=None):
+def place(items, brokers=None, limits=None, capacity=1.0, new_broker_name=None, draining_brokers=()):
     """Place ``items`` (PlacementItem) onto ``brokers`` (existing broker names,
     in first-fit order). Returns a ``Placement``.
 
     Items that keep their home are accounted first, so a converge never moves
-    them; the others are placed in the order given.
+    them; the others are placed in the order given. ``draining_brokers``
+    (names in ``brokers``) take nothing new: an item homed on one keeps its
+    other brokers and gets a new one for that partition.
     """
     new_broker_name = new_broker_name or default_broker_name
     result = Placement()
+    draining = frozenset(draining_brokers or ())
     for b in brokers or []:
         result.brokers[b] = 0.0
     items = list(items)
 
-    # 1. addresses that keep their home (same plan, already placed)
+    # 1. addresses that keep their home (same plan, already placed, on no draining broker)
     kept = set()
     for item in items:
-        if item.current_brokers and (item.current_plan is None or item.current_plan == item.plan):
+        if item.current_brokers and (item.current_plan is None or item.current_plan == item.plan) \
+                and not draining.intersection(item.current_brokers):
             # already there: never evicted, even over quota (over_quota_warnings)
             n = len(item.current_brokers)
             for b in item.current_brokers:
@@ -169,7 +176,7 @@ def place(items, brokers=None, limits=None, capacity=1.0, new_broker_name=None):
             for b in targets:
                 result.brokers[b] += item.broker / len(targets)
         else:
-            targets = _first_fit(result, item, capacity, new_broker_name)
+            targets = _first_fit(result, item, capacity, new_broker_name, draining)
         result.assignments[item.name] = targets
         _add_totals(result, item)
         _record_moves(result, item, targets)
@@ -182,16 +189,28 @@ def _add_totals(result, item):
     result.totals["aggregate"] = result.totals["router"] + result.totals["broker"]
 
 
-def _first_fit(result, item, capacity, new_broker_name):
+def _first_fit(result, item, capacity, new_broker_name, draining=frozenset()):
     """The brokers of ``item``'s partitions, first fit (a new broker where
-    none has room); their used credit is updated."""
+    none has room), never a draining one; their used credit is updated. An
+    item leaving a draining broker (same plan) keeps its other partitions'
+    brokers, in their order."""
     n = partitions_for(item.broker, item.partitions)
     share = item.broker / n
-    chosen = []
-    for unused in range(n):
+    # partition i stays on its broker unless that one drains (or the plan changed)
+    same_plan = item.current_plan is None or item.current_plan == item.plan
+    keep = list(item.current_brokers[:n]) if same_plan else []
+    chosen = [b if i < len(keep) and b not in draining and b not in keep[:i] else None
+              for i, b in enumerate(keep + [None] * (n - len(keep)))]
+    for b in chosen:
+        if b is not None:
+            result.brokers.setdefault(b, 0.0)
+            result.brokers[b] += share
+    for i in range(n):
+        if chosen[i] is not None:
+            continue
         target = None
         for b, used in result.brokers.items():
-            if b not in chosen and used + share <= capacity + EPS:
+            if b not in chosen and b not in draining and used + share <= capacity + EPS:
                 target = b
                 break
         if target is None:
@@ -202,7 +221,7 @@ def _first_fit(result, item, capacity, new_broker_name):
                 target = new_broker_name(idx)
             result.brokers[target] = 0.0
         result.brokers[target] += share
-        chosen.append(target)
+        chosen[i] = target
     return chosen
 
 

@@ -29,7 +29,8 @@ def placement_for(service, space, splan, addresses, catalogue, ledger, live_brok
     items = _validation.placement_items([a for a in ordered if a["type"] != "deadletter"], catalogue,
                                         current_placement=current, current_plans=plans)
     limits = splan.get("resource_limits") or {}
-    res = _placement.place(items, brokers=list(service.broker_names), limits=limits)
+    leaving = list(service.draining_brokers)
+    res = _placement.place(items, brokers=list(service.broker_names), limits=limits, draining_brokers=leaving)
     for it in items:  # a router-only address that exists has no brokers: place() cannot see it lives
         if it.name in kept_existing and it.current_plan != it.plan and it.name in res.pending:
             res.refused[it.name] = res.pending.pop(it.name)
@@ -52,11 +53,13 @@ def placement_for(service, space, splan, addresses, catalogue, ledger, live_brok
         homes[name] = list(brokers)
     for a in ordered:
         if a["type"] == "deadletter":
-            homes[a["address"]] = list(service.broker_names)
-    # draining: old homes from before (kept until their queue is empty)
+            homes[a["address"]] = [b for b in service.broker_names if b not in leaving]
+    # draining: old homes from before (kept until their queue is empty), and every
+    # home on a broker leaving the pool
     released = []
     for name, h in ledger.homes.items():
-        old = list(h.get("draining") or []) + list(res.draining.get(name) or [])
+        old = list(h.get("draining") or []) + list(res.draining.get(name) or []) + \
+            [b for b in h.get("brokers") or [] if b in leaving]
         if name not in homes:
             continue
         left = []

@@ -29,6 +29,9 @@ REQUIRED = ("management_url", "routers", "brokers", "auth_service")
 DEFAULT_CLIENT_SSL_PROFILE = "clients"
 DEFAULT_AUTH_SSL_PROFILE = "auth-service"
 SSL_PROFILE_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+# a pool broker's state: active, or draining (leaving the pool: docs/scale-in.md)
+BROKER_ACTIVE, BROKER_DRAINING = "active", "draining"
+BROKER_STATES = (BROKER_ACTIVE, BROKER_DRAINING)
 BROKER_KEYS = ("name", "host", "amqp_port", "management_url", "management_user", "management_password",
                "broker_name")
 
@@ -54,6 +57,9 @@ def load_infra(path):
         if missing:
             errs.append("%s: brokers[%d] lacks %s" % (path, i, ", ".join(missing)))
             continue
+        if b.get("state", BROKER_ACTIVE) not in BROKER_STATES:
+            errs.append("%s: brokers[%d] (%s): state: %r must be one of %s" % (
+                path, i, b.get("name"), b.get("state"), ", ".join(BROKER_STATES)))
         why = connector_secret_errors(b) or broker_tls_errors(b)
         if why:
             errs.append("%s: brokers[%d] (%s): %s" % (path, i, b.get("name"), why))

@@ -54,6 +54,8 @@ class StandardService(object):
         self.port_offsets = dict((r["id"], int(r.get("port_offset") or 0)) for r in infra["routers"])
         self.broker_names = [b["name"] for b in infra["brokers"]]
         self.brokers = dict((b["name"], b) for b in infra["brokers"])
+        # brokers leaving the pool (scale in): no new placement, their addresses move off
+        self.draining_brokers = [b["name"] for b in infra["brokers"] if b.get("state") == _infra.BROKER_DRAINING]
         self._clients = {}
 
     # ----------------------------------------------------------- brokers
