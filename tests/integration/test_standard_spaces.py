@@ -758,3 +758,62 @@ def test_draining_broker_moves_its_queues_off_and_takes_nothing_new(env):
     assert res.result["changed"] is False, res.result["changes"]
     info = run_module("address_info", dict(common(env, "tenant-d"), address_space="tenant-d"))
     assert [a["status"]["brokers"] for a in info.result["addresses"]] == [[other], [other]], info.result
+
+
+def test_pool_drain_moves_what_nobody_consumes_and_loses_nothing(env):
+    """What the routers cannot pull (a queue without consumers, a durable
+    subscription nobody reads) is moved by enmasse.messaging.pool_drain to
+    the new home: check mode moves nothing, the real run moves every
+    message, a second run has nothing left; consumers then get every message
+    once through the routers, and the next converge releases the broker."""
+    make_space(env, "tenant-m")
+    addrs = [{"address": "mq", "type": "queue", "plan": "standard-small-queue"},
+             {"address": "mt", "type": "topic", "plan": "standard-small-topic"},
+             {"address": "mts", "type": "subscription", "plan": "standard-small-subscription", "topic": "mt"}]
+    res = converge(env, "tenant-m", addrs)
+    assert res.rc == 0, res.result
+    st = dict((a["address"], a["status"]) for a in res.result["addresses"])
+    leaving = st["mq"]["brokers"][0]
+    idx = [b.name for b in env.brokers].index(leaving)
+    assert st["mt"]["brokers"] == [leaving], st  # first fit: both on the first broker with room
+    c = connect(env, "tenant-m", 0)
+    snd = c.create_sender("mq")
+    for i in range(10):
+        snd.send(Message(id="mq-%d" % i, body="q-%d" % i, durable=True))
+    pub = attach(c, "mt", sender=True)
+    send_raw(c, pub, ["t-%d" % i for i in range(5)])
+    c.close()
+    assert broker_count(env, idx, "tenant-m/mq") == 10 and broker_count(env, idx, "tenant-m/mts") == 5
+    args = dict(broker=leaving, infrastructure_file=env.infra_file, idle=1.0)
+    # an active broker is refused, naming the field and what to do first
+    res = run_module("pool_drain", args)
+    assert res.rc != 0 and "broker: %r is active: set standard_pool_state: draining" % leaving in res.result["msg"]
+    env.draining = frozenset([leaving])
+    env.write_infra()
+    try:
+        assert converge(env, "tenant-m", addrs).rc == 0
+        res = run_module("pool_drain", args, check_mode=True, diff=True)
+        assert res.rc == 0 and res.result["changed"] and res.result["messages"] == 15, res.result
+        assert res.result["diff"]["before"] == {leaving: {"tenant-m/mq": 10, "tenant-m/mts": 5}}
+        assert broker_count(env, idx, "tenant-m/mq") == 10  # check mode moved nothing
+        res = run_module("pool_drain", args, diff=True)
+        assert res.rc == 0 and res.result["changed"] and res.result["messages"] == 15, res.result
+        assert res.result["diff"]["after"] == {leaving: {}}
+        assert broker_count(env, idx, "tenant-m/mq") == 0 and broker_count(env, idx, "tenant-m/mts") == 0
+        other = 1 - idx
+        assert broker_count(env, other, "tenant-m/mq") == 10 and broker_count(env, other, "tenant-m/mts") == 5
+        res = run_module("pool_drain", args)
+        assert res.rc == 0 and not res.result["changed"] and res.result["messages"] == 0, res.result
+        # every message once, through the routers, from the new home
+        c = connect(env, "tenant-m", 1)
+        got = drain(c, "mq", 10)
+        sub = attach(c, "mt::mts", sender=False)
+        subs = receive_raw(c, sub, 5)
+        c.close()
+        assert sorted(got) == sorted("q-%d" % i for i in range(10)) and subs == ["t-%d" % i for i in range(5)]
+        res = converge(env, "tenant-m", addrs)
+        assert res.rc == 0 and res.result["changed"], res.result
+        assert broker_count(env, idx, "tenant-m/mq") is None and broker_count(env, idx, "tenant-m/mts") is None
+    finally:
+        env.draining = frozenset()
+        env.write_infra()

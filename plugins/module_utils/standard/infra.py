@@ -197,6 +197,11 @@ def load_ledger(infra, space):
     return SpaceLedger.load(ledger_path(infra, space))
 
 
+def space_names(infra):
+    """The standard spaces of the infrastructure (their ledgers), sorted."""
+    return sorted(os.path.basename(p)[:-len(".json")] for p in glob.glob(os.path.join(infra["ledger_dir"], "*.json")))
+
+
 def other_ports(infra, space):
     """The listener ports the other standard spaces of this infrastructure hold."""
     used = {}

@@ -1,0 +1,165 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Moving the stored messages off a pool broker that leaves the pool (scale
+in, docs/standard-spaces.md "A broker leaving the pool"): what the routers
+cannot pull because nobody consumes it.
+
+For every standard space of the infrastructure, every stored address homed
+(or draining) on the leaving broker with messages is copied to its new home
+over AMQP, broker to broker, as the pool's router user (the credentials and
+TLS the routers use): a message is accepted on the leaving broker only after
+the new home *accepted* its copy, so a crash between the two leaves the
+message where it was (at least once, never lost). A message that carries a
+``message-id`` is sent with Artemis' duplicate-detection property
+``_AMQ_DUPL_ID`` = ``enmasse-move/<broker>/<queue>/<message-id>``, so the
+copy sent again after such a crash is dropped by the new home.
+
+Queues (and their partitions) go to the address's first home; a
+subscription's queue ``S/N`` of topic ``S/T`` goes to the fully qualified
+queue ``S/T::S/N`` on the topic's new home; dead letters ``S/<deadletter>``
+to the dead-letter queue of the first active broker. Needs
+python-qpid-proton, imported only when something moves. No Ansible imports."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ClientError, ServiceError
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as _ent
+
+DUP_PREFIX = "enmasse-move"
+DUP_PROPERTY = "_AMQ_DUPL_ID"
+
+
+def plan_moves(space, ledger, broker, active, live):
+    """What to move off ``broker`` for one space: a list of {address, type,
+    source, target, to, count} (``source``: the queue on the leaving broker,
+    ``target``: the address (or FQQN) to send to on broker ``to``).
+    ``active``: the brokers that stay, in pool order; ``live``: the leaving
+    broker's {internal name: {message_count, ...}} for this space."""
+    out = []
+    for name in sorted(ledger.addresses):
+        a = ledger.addresses[name]
+        queue = _ent.internal(space, name)
+        count = int((live.get(queue) or {}).get("message_count") or 0)
+        if count <= 0 or a["type"] == "topic":  # a topic's messages are in its subscriptions' queues
+            continue
+        home = [b for b in (ledger.homes.get(name) or {}).get("brokers") or [] if b != broker and b in active]
+        if a["type"] == "deadletter":
+            home = list(active[:1])
+        if not home:
+            raise ServiceError("address space %r: %r (%s) holds %d message(s) on %r and has no home on an active "
+                               "broker yet: converge the space first (enmasse.messaging.address), then move"
+                               % (space, name, a["type"], count, broker))
+        fqqn = queue
+        if a["type"] == "subscription":  # a queue of the topic's (multicast) address
+            fqqn = "%s::%s" % (_ent.internal(space, a["topic"]), queue)
+        out.append({"address_space": space, "address": name, "type": a["type"], "source": fqqn,
+                    "target": fqqn, "to": home[0], "count": count})
+    return out
+
+
+def connect(broker, timeout):
+    """A proton BlockingConnection to ``broker`` (an infrastructure entry) as
+    the pool's router user, TLS when the routers use it."""
+    try:
+        from proton import SSLDomain
+        from proton.utils import BlockingConnection
+    except ImportError as e:
+        raise ClientError("moving messages needs python-qpid-proton (python3-qpid-proton): %s" % e)
+    with open(broker["password_file"]) as f:
+        password = f.read().strip()
+    kw = {}
+    scheme = "amqp"
+    if broker.get("ssl_profile"):
+        scheme = "amqps"
+        domain = SSLDomain(SSLDomain.MODE_CLIENT)
+        ca = broker.get("amqp_ca") or broker.get("management_ca")
+        if ca:
+            domain.set_trusted_ca_db(ca)
+        domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
+        kw["ssl_domain"] = domain
+    url = "%s://%s:%d" % (scheme, broker["host"], int(broker["amqp_port"]))
+    try:
+        return BlockingConnection(url, user=broker["user"], password=password, allowed_mechs="PLAIN",
+                                  timeout=timeout, **kw)
+    except Exception as e:  # proton raises several types; the URL carries no secret
+        raise ClientError("cannot connect to broker %r at %s as %r: %s" % (broker["name"], url, broker["user"], e))
+
+
+def move(step, source, target, timeout=30, idle=2.0, credit=100):
+    """Move the messages of ``step`` from the open connection ``source`` to
+    ``target`` until none arrives for ``idle`` seconds; returns the count.
+    Each is accepted on the source only once the target accepted the copy."""
+    from proton import Timeout
+    moved = 0
+    try:
+        rcv = source.create_receiver(step["source"], credit=credit)
+        snd = target.create_sender(step["target"])
+    except Exception as e:  # proton's LinkDetached, ConnectionException...
+        raise ServiceError("moving %s from %r to %r (%s): %s" % (step["source"], step["from"], step["to"],
+                                                                step["target"], e))
+    try:
+        while True:
+            try:
+                msg = rcv.receive(timeout=idle)
+            except Timeout:
+                break
+            if msg.id is not None:
+                msg.properties = dict(msg.properties or {})
+                msg.properties[DUP_PROPERTY] = "%s/%s/%s/%s" % (DUP_PREFIX, step["from"], step["source"], msg.id)
+            try:
+                snd.send(msg, timeout=timeout)  # waits for the target's outcome; raises unless accepted
+            except Exception as e:  # the copy was not taken: the original stays
+                rcv.release(delivered=False)
+                raise ServiceError("moving %s from %r to %r (%s): the new home did not accept a message (%s); "
+                                   "%d moved, the rest stays on %r" % (step["source"], step["from"], step["to"],
+                                                                      step["target"], e, moved, step["from"]))
+            rcv.accept()
+            moved += 1
+    finally:
+        for link in (rcv, snd):
+            try:
+                link.close()
+            except Exception:  # pylint: disable=broad-except
+                pass
+    return moved
+
+
+def drain(service, infra, broker, check_mode=False, timeout=30, idle=2.0, load_ledger=None, spaces=None):
+    """Move every message of every standard space off ``broker`` (draining).
+    Returns {changed, moves: [step + moved], messages}. In check mode only
+    the steps (what would move, from the live counts)."""
+    from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as _infra
+    if broker not in service.brokers:
+        raise ServiceError("broker: %r is not a broker of the standard pool (%s): the pool's brokers are %s"
+                           % (broker, infra["path"], ", ".join(service.broker_names)))
+    if broker not in service.draining_brokers:
+        raise ServiceError("broker: %r is active: set standard_pool_state: draining on its host and run site.yml "
+                           "(its addresses get new homes) before moving its messages" % broker)
+    active = [b for b in service.broker_names if b not in service.draining_brokers]
+    load_ledger = load_ledger or (lambda name: _infra.load_ledger(infra, name))
+    steps = []
+    for space in sorted(spaces if spaces is not None else _infra.space_names(infra)):
+        live = service.read_brokers(space).get(broker) or {}
+        for step in plan_moves(space, load_ledger(space), broker, active, live):
+            step["from"] = broker
+            steps.append(step)
+    if check_mode or not steps:
+        return {"changed": bool(steps), "moves": steps, "messages": sum(s["count"] for s in steps)}
+    source = connect(service.brokers[broker], timeout)
+    targets = {}
+    try:
+        for step in steps:
+            if step["to"] not in targets:
+                targets[step["to"]] = connect(service.brokers[step["to"]], timeout)
+            step["moved"] = move(step, source, targets[step["to"]], timeout=timeout, idle=idle)
+    finally:
+        for c in [source] + list(targets.values()):
+            try:
+                c.close()
+            except Exception:  # pylint: disable=broad-except
+                pass
+    return {"changed": any(s.get("moved") for s in steps), "moves": steps,
+            "messages": sum(s.get("moved", 0) for s in steps)}

@@ -1,0 +1,118 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: pool_drain
+short_description: Move the stored messages off a standard pool broker that leaves the pool
+version_added: "0.1.0"
+description:
+  - Scale in (C(docs/standard-spaces.md), "A broker leaving the pool"). The broker must already be
+    C(draining) in the infrastructure file (C(standard_pool_state=draining) on its host, then site.yml) -
+    its addresses have new homes and the routers pull from it what consumers take. This module moves
+    what is left - queues nobody consumes, durable subscriptions, dead letters - to the new homes,
+    broker to broker over AMQP as the pool's router user.
+  - A message is accepted on the leaving broker only after its new home accepted the copy (never lost;
+    a crash in between can leave a copy on both, and a message with a C(message-id) carries Artemis'
+    C(_AMQ_DUPL_ID) so the new home drops the second copy). After it, converge the spaces
+    (M(enmasse.messaging.address)) to release the broker's queues.
+  - Not a resource with a C(state) - an action on one broker; running it again on an empty broker
+    changes nothing. Run it on the control host (the first router).
+author:
+  - EnMasse messaging maintainers (@enmasse-messaging)
+extends_documentation_fragment:
+  - enmasse.messaging.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Reads the live counts and returns what would move; moves nothing.
+  diff_mode:
+    support: full
+    details: Messages per queue on the broker before and after.
+requirements:
+  - python-qpid-proton on the control host (only to move).
+options:
+  broker:
+    description: The pool broker leaving the pool (its name in the infrastructure file, the host's short name).
+    type: str
+    required: true
+  infrastructure_file:
+    description: The standard infrastructure file (written by site.yml on the control host).
+    type: path
+    default: /etc/enmasse-messaging/standard.json
+  timeout:
+    description: Seconds to connect, and to wait for the new home to accept one message.
+    type: int
+    default: 30
+  idle:
+    description: A queue is done when no message arrives from it for this many seconds.
+    type: float
+    default: 2.0
+"""
+
+EXAMPLES = r"""
+- name: What would move off broker-2 (check mode)
+  enmasse.messaging.pool_drain:
+    broker: broker-2
+  check_mode: true
+  register: to_move
+
+- name: Move what is left on broker-2 to the new homes
+  enmasse.messaging.pool_drain:
+    broker: broker-2
+"""
+
+RETURN = r"""
+moves:
+  description:
+    - One per queue with messages on the broker - C(address_space), C(address), C(type), C(source) (the queue
+      there), C(to) (the new home), C(target) (the address or fully qualified queue sent to), C(count) (messages
+      before), C(moved) (not in check mode).
+  returned: always
+  type: list
+  elements: dict
+messages:
+  description: Messages moved (in check mode, messages that would move).
+  returned: always
+  type: int
+"""
+
+from ansible_collections.enmasse.messaging.plugins.module_utils import runner
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as _infra
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import mover
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard.service import StandardService
+
+
+def main():
+    module = runner.new_module(dict(
+        broker=dict(type="str", required=True),
+        infrastructure_file=dict(type="path", default=_infra.DEFAULT_INFRA_FILE),
+        timeout=dict(type="int", default=30),
+        idle=dict(type="float", default=2.0),
+    ), connection=False)
+
+    def action():
+        p = module.params
+        infra = _infra.load_infra(p["infrastructure_file"])
+        runner.hide_secrets(module, *_infra.infra_secrets(infra))
+        result = mover.drain(StandardService(infra), infra, p["broker"], check_mode=module.check_mode,
+                             timeout=p["timeout"], idle=p["idle"])
+        if module._diff:
+            before = dict(("%s/%s" % (m["address_space"], m["address"]), m["count"]) for m in result["moves"])
+            after = {} if module.check_mode else dict(
+                (k, v - m.get("moved", 0)) for (k, v), m in zip(before.items(), result["moves"]))
+            result["diff"] = {"before": {p["broker"]: before},
+                              "after": {p["broker"]: dict((k, v) for k, v in after.items() if v)}}
+        return result
+
+    runner.run_module(module, action)
+
+
+if __name__ == "__main__":
+    main()
