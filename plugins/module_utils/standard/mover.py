@@ -98,8 +98,8 @@ def move(step, source, target, timeout=30, idle=2.0, credit=100):
         rcv = source.create_receiver(step["source"], credit=credit)
         snd = target.create_sender(step["target"])
     except Exception as e:  # proton's LinkDetached, ConnectionException...
-        raise ServiceError("moving %s from %r to %r (%s): %s" % (step["source"], step["from"], step["to"],
-                                                                step["target"], e))
+        where = (step["source"], step["from"], step["to"], step["target"])
+        raise ServiceError("moving %s from %r to %r (%s): %s" % (where + (e,)))
     try:
         while True:
             try:
@@ -113,9 +113,9 @@ def move(step, source, target, timeout=30, idle=2.0, credit=100):
                 snd.send(msg, timeout=timeout)  # waits for the target's outcome; raises unless accepted
             except Exception as e:  # the copy was not taken: the original stays
                 rcv.release(delivered=False)
+                where = (step["source"], step["from"], step["to"], step["target"])
                 raise ServiceError("moving %s from %r to %r (%s): the new home did not accept a message (%s); "
-                                   "%d moved, the rest stays on %r" % (step["source"], step["from"], step["to"],
-                                                                      step["target"], e, moved, step["from"]))
+                                   "%d moved, the rest stays on %r" % (where + (e, moved, step["from"])))
             rcv.accept()
             moved += 1
     finally:
