@@ -344,6 +344,9 @@ class StandardEnv(object):
     # pool brokers leaving the pool (scale in): a test sets it, then write_infra()
     draining = frozenset()
 
+    # the MQTT gateway instances in the infrastructure file (their endpoints in the spaces' status)
+    mqtt_gateways = None
+
     def write_infra(self):
         data = {
             "management_url": self.routers[0].management_url,
@@ -364,6 +367,8 @@ class StandardEnv(object):
         }
         if self.link_capacity:
             data["link_capacity"] = self.link_capacity
+        if self.mqtt_gateways:
+            data["mqtt_gateways"] = self.mqtt_gateways
         if not self.tls:  # the defaults: client_ssl_profile clients, auth_service.ssl_profile auth-service
             data.update(client_ssl_profile="", client_plain=True)
             data["auth_service"] = dict(self.auth, ssl_profile="")

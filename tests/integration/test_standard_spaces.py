@@ -817,3 +817,20 @@ def test_pool_drain_moves_what_nobody_consumes_and_loses_nothing(env):
     finally:
         env.draining = frozenset()
         env.write_infra()
+
+
+def test_mqtt_gateways_of_a_space_are_in_its_status_and_connection_file(env, space):
+    """A space served by MQTT gateway instances (role mqtt_gateway; site.yml
+    writes them to the infrastructure file) lists their endpoints."""
+    env.mqtt_gateways = [{"host": "gw-1.example", "spaces": [{"name": space, "tls_port": 8883, "plain_port": 0}]},
+                         {"host": "gw-2.example", "spaces": [{"name": "tenant-other", "tls_port": 8883}]}]
+    env.write_infra()
+    try:
+        info = run_module("address_space_info", dict(common(env, space), name=space))
+        eps = info.result["address_space"]["status"]["endpoints"]
+        assert [e for e in eps if e["name"].startswith("mqtt")] == [
+            {"name": "mqtts-gw-1.example", "host": "gw-1.example", "port": 8883, "protocols": ["mqtts"]}], eps
+        assert [e["name"] for e in eps if e["name"].startswith("amqp")] == ["amqps-%s" % r.id for r in env.routers]
+    finally:
+        env.mqtt_gateways = None
+        env.write_infra()

@@ -214,3 +214,30 @@ def test_pool_broker_state_is_active_or_draining(tmp_path):
         infra_mod.load_infra(str(tmp_path / "standard.json"))
     assert "brokers[0] (%s): state: 'leaving' must be one of active, draining" % data["brokers"][0]["name"] \
         in " ".join(e.value.errors)
+
+
+def test_mqtt_gateways_serving_a_space_are_its_mqtt_endpoints(tmp_path):
+    gws = [{"host": "gw-1", "spaces": [{"name": "s", "tls_port": 8883, "plain_port": 0},
+                                       {"name": "other", "tls_port": 8884}]},
+           {"host": "gw-2", "spaces": [{"name": "s", "tls_port": 8883, "plain_port": 1883}]}]
+    s = svc.StandardService(infra(tmp_path, mqtt_gateways=gws))
+    eps = svc.endpoints(s, 5700, "s")
+    assert [e["name"] for e in eps] == ["amqps-r1", "amqps-r2", "mqtts-gw-1", "mqtts-gw-2", "mqtt-gw-2"]
+    assert eps[2] == {"name": "mqtts-gw-1", "host": "gw-1", "port": 8883, "protocols": ["mqtts"]}
+    assert eps[4]["port"] == 1883 and eps[4]["protocols"] == ["mqtt"]
+    assert [e["name"] for e in svc.endpoints(s, 5701, "other")][-1] == "mqtts-gw-1"
+    assert not [e for e in svc.endpoints(s, 5702, "third") if e["name"].startswith("mqtt")]
+
+
+@pytest.mark.parametrize("gws,words", [
+    ({"host": "gw"}, "mqtt_gateways: {'host': 'gw'} must be a list of {host, spaces}"),
+    ([{"spaces": []}], "mqtt_gateways[0]: {'spaces': []} needs a host"),
+    ([{"host": "gw", "spaces": [{"name": "s", "tls_port": 70000}]}],
+     "mqtt_gateways[0].spaces[0] (s).tls_port: 70000 must be a port 1-65535, or 0 for none"),
+    ([{"host": "gw", "spaces": [{"name": "s", "tls_port": 0}]}],
+     "mqtt_gateways[0].spaces[0] (s): neither tls_port nor plain_port"),
+])
+def test_bad_mqtt_gateways_are_refused_naming_the_field(tmp_path, gws, words):
+    with pytest.raises(ConfigError) as e:
+        infra(tmp_path, mqtt_gateways=gws)
+    assert words in " ".join(e.value.errors), e.value.errors

@@ -74,6 +74,7 @@ def load_infra(path):
     if data.get("auth_service") and (not auth.get("host") or not auth.get("port")):
         errs.append("%s: auth_service needs host and port" % path)
     errs.extend(tls_errors(path, data))
+    errs.extend(mqtt_gateway_errors(path, data.get("mqtt_gateways")))
     if errs:
         raise ConfigError(errs)
     rng = data.get("port_range") or DEFAULT_PORT_RANGE
@@ -89,6 +90,38 @@ def load_infra(path):
         out["auth_service"] = dict(out["auth_service"])
         out["auth_service"].setdefault("ssl_profile", DEFAULT_AUTH_SSL_PROFILE)
     return out
+
+
+def _port_ok(value, allow_zero=False):
+    return isinstance(value, int) and not isinstance(value, bool) and (0 if allow_zero else 1) <= value <= 65535
+
+
+def mqtt_gateway_errors(path, gateways):
+    """``mqtt_gateways``: [{host, spaces: [{name, tls_port, plain_port}]}],
+    the MQTT gateway instances (role mqtt_gateway) that serve standard
+    spaces: their endpoints appear in the spaces' status. Absent: none."""
+    if gateways is None:
+        return []
+    if not isinstance(gateways, list):
+        return ["%s: mqtt_gateways: %r must be a list of {host, spaces}" % (path, gateways)]
+    errs = []
+    for i, g in enumerate(gateways):
+        where = "%s: mqtt_gateways[%d]" % (path, i)
+        if not isinstance(g, dict) or not isinstance(g.get("host"), str) or not g.get("host"):
+            errs.append("%s: %r needs a host (a name or address clients reach)" % (where, g))
+            continue
+        for j, s in enumerate(g.get("spaces") or []):
+            if not isinstance(s, dict) or not isinstance(s.get("name"), str):
+                errs.append("%s.spaces[%d]: %r needs the name of a standard space" % (where, j, s))
+                continue
+            for key in ("tls_port", "plain_port"):
+                if not _port_ok(s.get(key, 0), allow_zero=True):
+                    errs.append("%s.spaces[%d] (%s).%s: %r must be a port 1-65535, or 0 for none"
+                                % (where, j, s["name"], key, s.get(key)))
+            if not s.get("tls_port") and not s.get("plain_port"):
+                errs.append("%s.spaces[%d] (%s): neither tls_port nor plain_port: the instance has no listener"
+                            % (where, j, s["name"]))
+    return errs
 
 
 def _profile_error(path, key, value):

@@ -459,9 +459,12 @@ def address_info(service, ledger, space, catalogue, names=None):
 
 # ------------------------------------------------------------------ the address space
 
-def endpoints(service, port):
+def endpoints(service, port, space=None):
     """One per router: ``amqps-<id>`` (``protocols``: amqps, and amqp when
-    plain AMQP is turned on too), or ``amqp-<id>`` without TLS."""
+    plain AMQP is turned on too), or ``amqp-<id>`` without TLS; then one per
+    MQTT gateway instance serving ``space`` (the infrastructure file's
+    ``mqtt_gateways``): ``mqtts-<host>`` on its TLS port and ``mqtt-<host>``
+    on its plain port when it has one."""
     tls = service.infra.get("client_tls") or {}
     protocols = (["amqps"] + (["amqp"] if tls.get("plain") else [])) if tls.get("ssl_profile") else ["amqp"]
     out = []
@@ -469,6 +472,14 @@ def endpoints(service, port):
         out.append({"name": "%s-%s" % (protocols[0], r["id"]), "host": r.get("host") or r["id"],
                     "port": port + int(r.get("port_offset") or 0),
                     "protocols": list(protocols)})
+    for g in service.infra.get("mqtt_gateways") or []:
+        for s in g.get("spaces") or []:
+            if space is None or s["name"] != space:
+                continue
+            for proto, key in (("mqtts", "tls_port"), ("mqtt", "plain_port")):
+                if s.get(key):
+                    out.append({"name": "%s-%s" % (proto, g["host"]), "host": g["host"], "port": int(s[key]),
+                                "protocols": [proto]})
     return out
 
 
@@ -490,7 +501,7 @@ def space_status(service, space, ledger, live_routers, router_status, error=None
             if n.startswith(_ent.BROKER_CONNECTOR) and st.get("connectionStatus") not in (None, "SUCCESS"):
                 msgs.append("router %r: connector %s is %s" % (r, n, st.get("connectionStatus")))
     return _status.space_status(bool(ledger.space), msgs, error,
-                                endpoints=endpoints(service, port) if port else [],
+                                endpoints=endpoints(service, port, space) if port else [],
                                 routers=[{"id": r, "reachable": r in reachable} for r in service.router_ids],
                                 brokers=list(service.broker_names))
 
@@ -534,7 +545,7 @@ def converge_space(service, ledger, desired, catalogue, connection_file=None, ch
 def connection_data(service, name, record, ledger_path):
     return {"address_space": name, "type": "standard", "plan": record.get("plan"),
             "infrastructure_file": service.infra["path"], "ledger_path": ledger_path,
-            "endpoints": endpoints(service, record["port"])}
+            "endpoints": endpoints(service, record["port"], name)}
 
 
 def delete_space(service, ledger, name, catalogue, force=False, check_mode=False, connection_file=None):
