@@ -195,7 +195,7 @@ def _json_writer(doc, **kw):
         for chunk in json.JSONEncoder(default=_json_default, **kw).iterencode(doc):
             buf.append(chunk)
             n += 1
-            if n >= 4096:
+            if n >= 1024:
                 f.write("".join(buf))
                 buf, n = [], 0
         f.write("".join(buf))
