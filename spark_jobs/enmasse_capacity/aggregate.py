@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from . import rules as lib
 from .ids import META_BITS, _add_name, _Collision, _h, _meta, _plan_key, _resolve, _small_df
 from .read import ADDRESS_NONNEG, NODE_NONNEG
+from .records import Fields, interned
 from .rules import InputError
 
 
@@ -513,6 +514,7 @@ def _named_results(out, series, ak_rows, restarts, addr_names, node_names, plan_
         "address_rows": sum(r["samples"] for r in series),
         "t_min": min(r["t_first"] for r in series), "t_max": max(r["t_last"] for r in series),
         "series_windows": sum(r["windows"] for r in series)})
+    an_fields = ak_fields = None
     out["address_node"] = []
     for r in series:
         d = _flatten_p(r.asDict())
@@ -525,14 +527,16 @@ def _named_results(out, series, ak_rows, restarts, addr_names, node_names, plan_
         d.update({"infra": infra, "address_space": space, "address": address, "node": node,
                   "node_kind": kind, "plan": plan_names[plan_key][0] if plan_key else None,
                   "address_type": lib.ADDRESS_TYPES[(meta >> 2) & 7]})
-        out["address_node"].append(d)
+        an_fields = an_fields or Fields(sorted(d))
+        out["address_node"].append(an_fields.record(interned(d[k]) for k in an_fields.names))
     out["address_kind"] = []
     for r in ak_rows:
         d = _flatten_p(r.asDict())
         infra, space, address = addr_names[d.pop("aid")]
         d.update({"infra": infra, "address_space": space, "address": address,
                   "node_kind": KINDS[d.pop("kind")]})
-        out["address_kind"].append(d)
+        ak_fields = ak_fields or Fields(sorted(d))
+        out["address_kind"].append(ak_fields.record(interned(d[k]) for k in ak_fields.names))
 
 
 def _space_series(spark, akw, out, addr_names, W):

@@ -26,6 +26,7 @@ from .planner import Planner
 from .progress import Progress
 from .read import (ADDRESS_OPTIONAL, ADDRESS_REQUIRED, NODE_OPTIONAL, NODE_REQUIRED, load_model, precheck_store,
                    read_kind, time_filter)
+from .records import as_dicts
 from .rules import InputError
 
 DESCRIPTION = "Capacity plan for an enmasse.messaging infrastructure, from its own metrics."
@@ -106,6 +107,7 @@ def check_master(master, timeout=10.0):
 
 def atomic_write_all(pairs):
     """Write every (path, text) to a temp file beside it, then rename them all
+    (text: a string, or a function writing to the open file: ``_json_writer``)
     into place. All or nothing: when any step fails, the files written so far
     are removed and any previous versions are put back."""
     tmps = []
@@ -118,7 +120,10 @@ def atomic_write_all(pairs):
                 raise IsADirectoryError("output %s is a directory" % path)
             fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
             with os.fdopen(fd, "w") as f:
-                f.write(text)
+                if callable(text):
+                    text(f)     # a writer (``_json_writer``): the document in pieces
+                else:
+                    f.write(text)
                 f.flush()
                 os.fsync(f.fileno())
             tmps.append((tmp, path))
@@ -158,14 +163,43 @@ def _json_default(o):
 
 
 def _clean(o):
-    """JSON-safe: NaN/inf -> None."""
-    if isinstance(o, float) and (math.isnan(o) or math.isinf(o)):
-        return None
+    """JSON-safe: NaN/inf -> None, keys strings, tuples lists. In place: the
+    dicts and lists of ``o`` are changed and returned (a copy of the plan
+    would double the driver's memory); a dict with other keys than strings
+    and a tuple are replaced by new ones."""
+    if isinstance(o, float):
+        return None if (math.isnan(o) or math.isinf(o)) else o
     if isinstance(o, dict):
-        return dict((str(k), _clean(v)) for k, v in o.items())
-    if isinstance(o, (list, tuple)):
+        if not all(type(k) is str for k in o):
+            return dict((str(k), _clean(v)) for k, v in o.items())
+        for k, v in o.items():
+            if isinstance(v, (float, dict, list, tuple)):
+                o[k] = _clean(v)
+        return o
+    if isinstance(o, list):
+        for i, v in enumerate(o):
+            if isinstance(v, (float, dict, list, tuple)):
+                o[i] = _clean(v)
+        return o
+    if isinstance(o, tuple):
         return [_clean(v) for v in o]
     return o
+
+
+def _json_writer(doc, **kw):
+    """A writer for ``atomic_write_all``: ``doc`` as JSON (json.dumps's text
+    with ``kw``) written in pieces, never as one string."""
+    def write(f):
+        buf = []
+        n = 0
+        for chunk in json.JSONEncoder(default=_json_default, **kw).iterencode(doc):
+            buf.append(chunk)
+            n += 1
+            if n >= 1024:
+                f.write("".join(buf))
+                buf, n = [], 0
+        f.write("".join(buf))
+    return write
 
 
 # ================================================================ CLI
@@ -314,11 +348,9 @@ def _write_outputs(args, plan, agg, progress, t0):
     plan["job"]["phases"] = progress.durations()
     plan["job"]["seconds"]["total"] = round(time.time() - t0, 3)
     plan = _clean(plan)
-    text = json.dumps(plan, indent=2, sort_keys=True, default=_json_default)
     if args.out_aggregates:
-        outputs.append((args.out_aggregates, json.dumps(_clean(aggregates_document(agg)), sort_keys=True,
-                                                        default=_json_default)))
-    atomic_write_all(outputs + [(args.out_plan, text)])
+        outputs.append((args.out_aggregates, _json_writer(_clean(aggregates_document(agg)), sort_keys=True)))
+    atomic_write_all(outputs + [(args.out_plan, _json_writer(plan, indent=2, sort_keys=True))])
     return plan
 
 
@@ -326,6 +358,9 @@ def aggregates_document(agg):
     """The aggregated statistics of ``aggregate`` as plain JSON data (tuple
     keys of ``authoritative`` become lists)."""
     doc = dict((k, v) for k, v in agg.items() if k not in ("authoritative", "timings"))
+    for k in ("address_node", "address_kind"):
+        if k in doc:
+            doc[k] = as_dicts(doc[k])   # Records (records.py) as plain dicts
     doc["authoritative"] = sorted(list(k) + [v] for k, v in agg.get("authoritative", {}).items())
     return doc
 
