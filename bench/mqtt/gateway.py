@@ -85,8 +85,8 @@ def gateway_binary():
 class Env(object):
     """qdrouterd + auth service + gateway, and mosquitto, on free loopback ports."""
 
-    def __init__(self, work, max_clients):
-        self.work, self.procs, self.logs = work, {}, []
+    def __init__(self, work, max_clients, router_hop="tls"):
+        self.work, self.procs, self.logs, self.router_hop = work, {}, [], router_hop
         self.tls = asr.make_tls(work)
         self.ca = self.tls["ca"]
         self.max_clients = max_clients
@@ -106,13 +106,18 @@ class Env(object):
         self.procs["auth"] = self.service.proc
         prefix = asr.build_router()
         self.router_prefix = prefix
-        mgmt, self.amqp_port = free_port(), free_port()
+        mgmt, self.amqp_port, self.plain_port = free_port(), free_port(), free_port()
         conf = os.path.join(self.work, "qdrouterd.json")
+        entities = json.loads(asr.router_config(mgmt, {SPACE: self.amqp_port}, self.service.port, self.tls))
+        for kind, attrs in list(entities):  # the same space listener without TLS (--router-hop plain)
+            if kind == "listener" and attrs.get("port") == self.amqp_port:
+                plain = dict((k, v) for k, v in attrs.items() if k not in ("sslProfile", "requireSsl"))
+                entities.append(["listener", dict(plain, name=attrs["name"] + "-plain", port=self.plain_port)])
         with open(conf, "w") as handle:
-            handle.write(asr.router_config(mgmt, {SPACE: self.amqp_port}, self.service.port, self.tls))
+            json.dump(entities, handle, indent=1)
         router = self.popen("qdrouterd", [os.path.join(prefix, "sbin", "qdrouterd"), "-c", conf],
                             env=asr.router_env(prefix))
-        for port in (mgmt, self.amqp_port):
+        for port in (mgmt, self.amqp_port, self.plain_port):
             asr.wait_listening(port, router, os.path.join(self.work, "qdrouterd.log"), "qdrouterd")
         self.start_gateway()
         self.start_mosquitto()
@@ -127,9 +132,12 @@ class Env(object):
         cert, key = self.tls["router"]
         self.gw_port = free_port()
         config = {"space": SPACE, "listen_tls": "127.0.0.1:%d" % self.gw_port, "tls_cert_file": cert,
-                  "tls_key_file": key, "routers": ["127.0.0.1:%d" % self.amqp_port], "router_tls": True,
-                  "router_ca_file": self.ca, "table_file": table, "max_connections_per_user": 0,
-                  "log_level": "info"}
+                  "tls_key_file": key, "table_file": table}
+        if self.router_hop == "tls":
+            config.update(routers=["127.0.0.1:%d" % self.amqp_port], router_tls=True, router_ca_file=self.ca)
+        else:
+            config.update(routers=["127.0.0.1:%d" % self.plain_port], router_tls=False)
+        config.update({"max_connections_per_user": 0, "log_level": "info"})
         path = os.path.join(self.work, "gateway.json")
         with open(path, "w") as handle:
             json.dump(config, handle)
@@ -362,6 +370,8 @@ def measure(env, loadgen, args, log):
     for system in args.systems:
         result["idle"].append(idle_memory(env, loadgen, system, args.idle_clients))
         log(result["idle"][-1])
+    if args.idle_only:
+        return result
     for n_clients in args.clients:
         for direction in ("mqtt->amqp", "amqp->mqtt"):
             for qos in (0, 1):
@@ -406,13 +416,17 @@ def parse_args(argv=None):
     p.add_argument("--systems", default="gateway,mosquitto")
     p.add_argument("--no-quiet", action="store_true", help="do not hold /work/wt/QUIET (smoke runs)")
     p.add_argument("--json", help="also write the result JSON here")
+    p.add_argument("--idle-only", action="store_true", help="only the idle-connection memory")
+    p.add_argument("--idle-clients", type=int, help="idle connections (default 1000, --quick 100)")
+    p.add_argument("--router-hop", choices=("tls", "plain"), default="tls",
+                   help="the gateway's connections to the router: TLS (the product default) or plain TCP")
     p.add_argument("--keep", action="store_true", help="keep the work directory (logs, configs)")
     args = p.parse_args(argv)
     args.systems = args.systems.split(",")
     args.clients = [int(c) for c in (args.clients or ("1,10" if args.quick else "1,100,1000")).split(",")]
     args.count = {0: 5000, 1: 2000} if args.quick else {0: 60000, 1: 20000}
     args.paced_seconds = 1.0 if args.quick else 3.0
-    args.idle_clients = 100 if args.quick else 1000
+    args.idle_clients = args.idle_clients or (100 if args.quick else 1000)
     return args
 
 
@@ -428,8 +442,8 @@ def main(argv=None):
     env = None
     try:
         loadgen = build_loadgen(work)
-        env = Env(work, max(args.clients + [1])).start()
-        result = {"machine": machine(), "versions": versions(env), "args": sys.argv[1:]}
+        env = Env(work, max(args.clients + [1]), args.router_hop).start()
+        result = {"machine": machine(), "versions": versions(env), "args": sys.argv[1:], "router_hop": args.router_hop}
         if args.no_quiet:
             result["load_before"] = common.uptime()
             result.update(measure(env, loadgen, args, log))
