@@ -85,8 +85,8 @@ def gateway_binary():
 class Env(object):
     """qdrouterd + auth service + gateway, and mosquitto, on free loopback ports."""
 
-    def __init__(self, work, max_clients, router_hop="tls"):
-        self.work, self.procs, self.logs, self.router_hop = work, {}, [], router_hop
+    def __init__(self, work, max_clients, router_hop="tls", auth_hop="tls"):
+        self.work, self.procs, self.logs, self.router_hop, self.auth_hop = work, {}, [], router_hop, auth_hop
         self.tls = asr.make_tls(work)
         self.ca = self.tls["ca"]
         self.max_clients = max_clients
@@ -102,7 +102,7 @@ class Env(object):
         os.makedirs(users)
         asr.write_users(users, SPACE, {USER: (PASSWORD, asr.ALL)})
         self.service = asr.AuthService(os.path.join(self.work, "service"), users, free_port(),
-                                       tls=asr.service_tls(self.tls)).start()
+                                       tls=asr.service_tls(self.tls) if self.auth_hop == "tls" else None).start()
         self.procs["auth"] = self.service.proc
         prefix = asr.build_router()
         self.router_prefix = prefix
@@ -110,6 +110,8 @@ class Env(object):
         conf = os.path.join(self.work, "qdrouterd.json")
         entities = json.loads(asr.router_config(mgmt, {SPACE: self.amqp_port}, self.service.port, self.tls))
         for kind, attrs in list(entities):  # the same space listener without TLS (--router-hop plain)
+            if kind == "authServicePlugin" and self.auth_hop == "plain":
+                attrs.pop("sslProfile", None)
             if kind == "listener" and attrs.get("port") == self.amqp_port:
                 plain = dict((k, v) for k, v in attrs.items() if k not in ("sslProfile", "requireSsl"))
                 entities.append(["listener", dict(plain, name=attrs["name"] + "-plain", port=self.plain_port)])
@@ -420,6 +422,8 @@ def parse_args(argv=None):
     p.add_argument("--idle-clients", type=int, help="idle connections (default 1000, --quick 100)")
     p.add_argument("--router-hop", choices=("tls", "plain"), default="tls",
                    help="the gateway's connections to the router: TLS (the product default) or plain TCP")
+    p.add_argument("--auth-hop", choices=("tls", "plain"), default="tls",
+                   help="the router's connections to the auth service: TLS (the product default) or plain TCP")
     p.add_argument("--keep", action="store_true", help="keep the work directory (logs, configs)")
     args = p.parse_args(argv)
     args.systems = args.systems.split(",")
@@ -442,8 +446,9 @@ def main(argv=None):
     env = None
     try:
         loadgen = build_loadgen(work)
-        env = Env(work, max(args.clients + [1]), args.router_hop).start()
-        result = {"machine": machine(), "versions": versions(env), "args": sys.argv[1:], "router_hop": args.router_hop}
+        env = Env(work, max(args.clients + [1]), args.router_hop, args.auth_hop).start()
+        result = {"machine": machine(), "versions": versions(env), "args": sys.argv[1:], "router_hop": args.router_hop,
+                  "auth_hop": args.auth_hop}
         if args.no_quiet:
             result["load_before"] = common.uptime()
             result.update(measure(env, loadgen, args, log))
