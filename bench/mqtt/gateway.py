@@ -318,10 +318,12 @@ def idle_memory(env, loadgen, system, n):
         proc.terminate()
         out, _ = proc.communicate(timeout=60)
     connected = json.loads(out.strip().splitlines()[0])
-    time.sleep(2)
+    time.sleep(3)
+    closed = dict((k, round(rss_mib(pids[k]), 1)) for k in names)
     return {"system": system, "clients": n, "connect_seconds": round(connected["seconds"], 2),
             "rss_before_mib": before, "rss_connected_mib": after,
-            "growth_mib": dict((k, round(after[k] - before[k], 1)) for k in names), "client_rss_mib": client_rss, "connect_cpu_s": cpu}
+            "growth_mib": dict((k, round(after[k] - before[k], 1)) for k in names), "client_rss_mib": client_rss, "connect_cpu_s": cpu,
+            "rss_after_close_mib": closed}
 
 
 def scenario(env, loadgen, system, direction, qos, n_clients, args, log):
