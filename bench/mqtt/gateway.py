@@ -303,7 +303,7 @@ def idle_memory(env, loadgen, system, n):
     before = dict((k, round(rss_mib(pids[k]), 1)) for k in names)
     cpu0 = dict((k, common.cpu_of(p)) for k, p in pids.items())
     port = env.gw_port if system == "gateway" else env.mosq_port
-    ready = os.path.join(env.work, "idle-ready-" + system)
+    ready = os.path.join(env.work, "idle-ready-%s-%d" % (system, time.time_ns()))
     proc = subprocess.Popen([loadgen, "mqtt-idle", "-url", "ssl://127.0.0.1:%d" % port, "-ca", env.ca, "-user", USER,
                              "-password", PASSWORD, "-clients", str(n), "-ready", ready, "-timeout", "600s"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
