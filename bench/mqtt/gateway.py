@@ -32,7 +32,8 @@ processes, then with 1,000 idle TLS MQTT clients connected (keep-alive
 600 s). The measured run holds the QUIET window (bench/identity/common.py).
 
     python3 bench/mqtt/gateway.py            # full run (about 8-10 min)
-    python3 bench/mqtt/gateway.py --quick    # smoke (< 1 min), not a result
+    python3 bench/mqtt/gateway.py --quick    # smoke (< 1 min, no QUIET window), not a result
+    python3 bench/mqtt/gateway.py --idle-only --router-hop plain --auth-hop plain   # where the memory goes
 """
 
 import argparse
@@ -429,6 +430,7 @@ def parse_args(argv=None):
     p.add_argument("--keep", action="store_true", help="keep the work directory (logs, configs)")
     args = p.parse_args(argv)
     args.systems = args.systems.split(",")
+    args.no_quiet = args.no_quiet or args.quick  # a smoke run does not hold the QUIET window
     args.clients = [int(c) for c in (args.clients or ("1,10" if args.quick else "1,100,1000")).split(",")]
     args.count = {0: 5000, 1: 2000} if args.quick else {0: 60000, 1: 20000}
     args.paced_seconds = 1.0 if args.quick else 3.0
