@@ -67,6 +67,7 @@ type Bridge struct {
 	mu      sync.Mutex
 	links   map[*mqtt.Client]*link
 	users   map[string]int64
+	Store   *RetainStore // nil: retained messages are forwarded, not kept
 }
 
 func NewBridge(c *Config, t *Table, tlsc *tls.Config, log *slog.Logger) *Bridge {
@@ -308,9 +309,7 @@ func (b *Bridge) OnSubscribed(cl *mqtt.Client, pk packets.Packet, codes []byte) 
 		l.subs[f.Filter] = rs
 		l.mu.Unlock()
 		closeAll(old)
-		for _, r := range rs {
-			go b.receive(cl, l, r.r, r.first, codes[i])
-		}
+		go b.startSubscription(cl, l, f, rs, codes[i], old != nil)
 		b.Log.Info("subscribed", "client", cl.ID, "filter", f.Filter, "addresses", len(rs), "qos", codes[i])
 	}
 }

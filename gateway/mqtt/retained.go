@@ -1,0 +1,200 @@
+// Retained messages (MQTT "retain"), kept in the space's brokers, not in
+// the gateway: one durable, non-destructive last-value queue per space
+// (retained_address, e.g. "$mqtt/space-a/retained"; last-value key: the
+// application property mqtt_topic), reached through the router network on
+// the gateway's own service connection (service_routers, service_user,
+// service_password_file). A retained publish replaces the topic's message
+// in that queue; an empty one replaces it with a tombstone (empty body)
+// that means "cleared". A new subscription reads the queue (a receiver on a
+// non-destructive queue gets every message it holds; drained, then closed)
+// and delivers the matching, non-empty ones with the retain flag.
+// docs/mqtt-design.md ("Retained messages: what is built").
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/Azure/go-amqp"
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// RetainKey is the application property that holds the topic: the queue's
+// last-value key (the broker's address-setting default-last-value-key).
+const RetainKey = "mqtt_topic"
+
+// Retained is one retained message read from the store.
+type Retained struct {
+	Topic   string
+	Payload []byte
+	Qos     byte
+}
+
+// RetainStore is the gateway's service connection to the retained queue.
+type RetainStore struct {
+	Routers  []string
+	Address  string
+	User     string
+	Password string
+	TLS      *tls.Config
+	Log      *slog.Logger
+	Timeout  time.Duration
+	mu       sync.Mutex
+	conn     *amqp.Conn
+	sess     *amqp.Session
+	sender   *amqp.Sender
+}
+
+// session dials the service listener (the routers in order) once and
+// keeps the connection; a failed operation drops it (reset) and the next
+// one dials again.
+func (s *RetainStore) session(ctx context.Context) (*amqp.Session, error) {
+	if s.sess != nil {
+		return s.sess, nil
+	}
+	opts := &amqp.ConnOptions{SASLType: amqp.SASLTypePlain(s.User, s.Password), ContainerID: "mqtt-gateway-retained",
+		TLSConfig: s.TLS}
+	scheme := "amqp://"
+	if s.TLS != nil {
+		scheme = "amqps://"
+	}
+	var last error
+	for _, router := range s.Routers {
+		conn, err := amqp.Dial(ctx, scheme+router, opts)
+		if err != nil {
+			last = err
+			continue
+		}
+		sess, err := conn.NewSession(ctx, nil)
+		if err != nil {
+			_ = conn.Close()
+			last = err
+			continue
+		}
+		s.conn, s.sess = conn, sess
+		return sess, nil
+	}
+	return nil, fmt.Errorf("retained store: no service router reachable: %v", last)
+}
+
+func (s *RetainStore) reset() {
+	if s.conn != nil {
+		_ = s.conn.Close()
+	}
+	s.conn, s.sess, s.sender = nil, nil, nil
+}
+
+// Put stores topic's retained message (an empty payload clears it) and
+// returns once the broker accepted it (durable, unsettled).
+func (s *RetainStore) Put(topic string, payload []byte, qos byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
+	defer cancel()
+	err := s.put(ctx, topic, payload, qos)
+	if err != nil {
+		s.reset()
+	}
+	return err
+}
+
+func (s *RetainStore) put(ctx context.Context, topic string, payload []byte, qos byte) error {
+	sess, err := s.session(ctx)
+	if err != nil {
+		return err
+	}
+	if s.sender == nil {
+		if s.sender, err = sess.NewSender(ctx, s.Address, nil); err != nil {
+			return fmt.Errorf("retained store: sender to %s: %v", s.Address, err)
+		}
+	}
+	m := amqp.NewMessage(payload)
+	m.Header = &amqp.MessageHeader{Durable: true}
+	m.ApplicationProperties = map[string]any{RetainKey: topic}
+	m.Annotations = amqp.Annotations{annotationQos: int32(qos), annotationRetain: true}
+	if err := s.sender.Send(ctx, m, nil); err != nil {
+		return fmt.Errorf("retained store: %v", err)
+	}
+	return nil
+}
+
+// readBatch is the credit of one read of the queue; it is read until a
+// drained round brings less.
+const readBatch = 256
+
+// Match returns the retained messages whose topic matches filter (mochi's
+// matching), the last one per topic, tombstones left out.
+func (s *RetainStore) Match(filter string) ([]Retained, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
+	defer cancel()
+	all, err := s.read(ctx)
+	if err != nil {
+		s.reset()
+		return nil, err
+	}
+	return matching(all, filter), nil
+}
+
+func (s *RetainStore) read(ctx context.Context) ([]Retained, error) {
+	sess, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := sess.NewReceiver(ctx, s.Address, &amqp.ReceiverOptions{Credit: -1})
+	if err != nil {
+		return nil, fmt.Errorf("retained store: receiver on %s: %v", s.Address, err)
+	}
+	defer func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = r.Close(cctx)
+		ccancel()
+	}()
+	var out []Retained
+	for {
+		if err := r.IssueCredit(readBatch); err != nil {
+			return nil, err
+		}
+		if err := r.DrainCredit(ctx, nil); err != nil {
+			return nil, fmt.Errorf("retained store: drain: %v", err)
+		}
+		n := 0
+		for m := r.Prefetched(); m != nil; m = r.Prefetched() {
+			n++
+			_ = r.AcceptMessage(ctx, m) // non-destructive: the broker keeps it
+			if t, ok := m.ApplicationProperties[RetainKey].(string); ok {
+				out = append(out, Retained{Topic: t, Payload: payload(m), Qos: qosOf(m, 2)})
+			}
+		}
+		if n < readBatch {
+			return out, nil
+		}
+	}
+}
+
+// matching keeps the last message per topic, drops tombstones (cleared
+// topics) and keeps the topics filter matches.
+func matching(all []Retained, filter string) []Retained {
+	last := map[string]int{}
+	for i, m := range all {
+		last[m.Topic] = i
+	}
+	idx := mqtt.NewTopicsIndex()
+	idx.Subscribe("f", packets.Subscription{Filter: filter})
+	var out []Retained
+	for i, m := range all {
+		if last[m.Topic] != i || len(m.Payload) == 0 {
+			continue
+		}
+		if len(idx.Subscribers(m.Topic).Subscriptions) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
