@@ -91,37 +91,52 @@ func (s *RetainStore) reset() {
 }
 
 // Put stores topic's retained message (an empty payload clears it) and
-// returns once the broker accepted it (durable, unsettled).
+// returns once the broker accepted it (durable, unsettled). The lock is
+// held only to get the connection and the sender: sends of several clients
+// are in flight together (go-amqp links are safe for concurrent use).
 func (s *RetainStore) Put(topic string, payload []byte, qos byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
 	defer cancel()
-	err := s.put(ctx, topic, payload, qos)
-	if err != nil {
-		s.reset()
-	}
-	return err
-}
-
-func (s *RetainStore) put(ctx context.Context, topic string, payload []byte, qos byte) error {
-	sess, err := s.session(ctx)
+	sess, sender, err := s.link(ctx)
 	if err != nil {
 		return err
-	}
-	if s.sender == nil {
-		if s.sender, err = sess.NewSender(ctx, s.Address, nil); err != nil {
-			return fmt.Errorf("retained store: sender to %s: %v", s.Address, err)
-		}
 	}
 	m := amqp.NewMessage(payload)
 	m.Header = &amqp.MessageHeader{Durable: true}
 	m.ApplicationProperties = map[string]any{RetainKey: topic}
 	m.Annotations = amqp.Annotations{annotationQos: int32(qos), annotationRetain: true}
-	if err := s.sender.Send(ctx, m, nil); err != nil {
+	if err := sender.Send(ctx, m, nil); err != nil {
+		s.drop(sess)
 		return fmt.Errorf("retained store: %v", err)
 	}
 	return nil
+}
+
+// link returns the session and the queue's sender, dialing when needed.
+func (s *RetainStore) link(ctx context.Context) (*amqp.Session, *amqp.Sender, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, err := s.session(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.sender == nil {
+		if s.sender, err = sess.NewSender(ctx, s.Address, nil); err != nil {
+			s.reset()
+			return nil, nil, fmt.Errorf("retained store: sender to %s: %v", s.Address, err)
+		}
+	}
+	return sess, s.sender, nil
+}
+
+// drop forgets the connection after a failure on sess (not if another
+// caller already replaced it); the next operation dials again.
+func (s *RetainStore) drop(sess *amqp.Session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sess == sess {
+		s.reset()
+	}
 }
 
 // readCredit is the receiver's credit while the queue is read; readIdle
@@ -136,25 +151,26 @@ const (
 )
 
 // Match returns the retained messages whose topic matches filter (mochi's
-// matching), the last one per topic, tombstones left out.
+// matching), the last one per topic, tombstones left out. Reads of several
+// subscriptions run together (one receiver each on the shared session).
 func (s *RetainStore) Match(filter string) ([]Retained, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
 	defer cancel()
-	all, err := s.read(ctx)
+	s.mu.Lock()
+	sess, err := s.session(ctx)
+	s.mu.Unlock()
 	if err != nil {
-		s.reset()
+		return nil, err
+	}
+	all, err := s.read(ctx, sess)
+	if err != nil {
+		s.drop(sess)
 		return nil, err
 	}
 	return matching(all, filter), nil
 }
 
-func (s *RetainStore) read(ctx context.Context) ([]Retained, error) {
-	sess, err := s.session(ctx)
-	if err != nil {
-		return nil, err
-	}
+func (s *RetainStore) read(ctx context.Context, sess *amqp.Session) ([]Retained, error) {
 	r, err := sess.NewReceiver(ctx, s.Address, &amqp.ReceiverOptions{Credit: readCredit})
 	if err != nil {
 		return nil, fmt.Errorf("retained store: receiver on %s: %v", s.Address, err)

@@ -75,7 +75,7 @@ func (b *Bridge) sendRetained(cl *mqtt.Client, l *link, filter string, rs []*sub
 		n++
 	}
 	b.Log.Info("retained sent", "client", cl.ID, "filter", filter, "messages", n)
-	_ = l
+
 }
 
 // retainFlag: the AMQP message's x-opt-mqtt-retain annotation.
