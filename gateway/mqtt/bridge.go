@@ -67,6 +67,9 @@ type Bridge struct {
 	mu      sync.Mutex
 	links   map[*mqtt.Client]*link
 	users   map[string]int64
+	Store   *RetainStore // nil: retained messages are forwarded, not kept
+	reads   sync.Map     // readKey -> chan readResult: retained reads started at the ACL check
+	subacks sync.Map     // subackKey -> chan struct{}: closed when that SUBACK was written
 }
 
 func NewBridge(c *Config, t *Table, tlsc *tls.Config, log *slog.Logger) *Bridge {
@@ -83,7 +86,7 @@ func (b *Bridge) ID() string { return "enmasse-amqp-bridge" }
 func (b *Bridge) Provides(e byte) bool {
 	switch e {
 	case mqtt.OnConnect, mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPublish, mqtt.OnDisconnect,
-		mqtt.OnSubscribed, mqtt.OnUnsubscribed, mqtt.OnQosComplete, mqtt.OnPacketRead:
+		mqtt.OnSubscribed, mqtt.OnUnsubscribed, mqtt.OnQosComplete, mqtt.OnPacketRead, mqtt.OnPacketSent:
 		return true
 	}
 	return false
@@ -269,6 +272,7 @@ func (b *Bridge) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 		b.Log.Info("subscribe refused: no address of the space matches", "client", cl.ID, "filter", topic)
 		return false
 	}
+	b.prefetchRetained(cl, topic) // read in parallel with the probe (retained_hooks.go)
 	rs := b.attach(cl, l, addresses)
 	if len(rs) == 0 {
 		b.Log.Info("subscribe refused: no recv permission", "client", cl.ID, "user", l.user, "filter", topic)
@@ -295,6 +299,7 @@ func (b *Bridge) OnSubscribed(cl *mqtt.Client, pk packets.Packet, codes []byte) 
 	if l == nil {
 		return
 	}
+	sent := b.awaitSuback(cl, pk.PacketID) // mochi writes the SUBACK after this hook
 	for i, f := range pk.Filters {
 		l.mu.Lock()
 		rs := l.staged[f.Filter]
@@ -302,15 +307,14 @@ func (b *Bridge) OnSubscribed(cl *mqtt.Client, pk packets.Packet, codes []byte) 
 		if i >= len(codes) || codes[i] > 2 {
 			l.mu.Unlock()
 			closeAll(rs)
+			b.forgetReads(cl, f.Filter)
 			continue
 		}
 		old := l.subs[f.Filter]
 		l.subs[f.Filter] = rs
 		l.mu.Unlock()
 		closeAll(old)
-		for _, r := range rs {
-			go b.receive(cl, l, r.r, r.first, codes[i])
-		}
+		go b.startSubscription(cl, l, f, rs, codes[i], old != nil, sent)
 		b.Log.Info("subscribed", "client", cl.ID, "filter", f.Filter, "addresses", len(rs), "qos", codes[i])
 	}
 }

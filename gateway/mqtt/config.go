@@ -26,6 +26,12 @@ type Config struct {
 	ReceiveMaximum        *int64   `json:"receive_maximum"`
 	MaxConnectionsPerUser *int64   `json:"max_connections_per_user"`
 	LogLevel              string   `json:"log_level"`
+	// the gateway's own service connection (retained.go): all four or none
+	ServiceRouters      []string `json:"service_routers"`
+	ServiceUser         string   `json:"service_user"`
+	ServicePasswordFile string   `json:"service_password_file"`
+	RetainedAddress     string   `json:"retained_address"`
+	servicePassword     string
 }
 
 // Defaults of the optional numeric fields.
@@ -127,6 +133,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	c.MaxConnectionsPerUser = &m
+	if err := c.validateService(); err != nil {
+		return err
+	}
 	switch c.LogLevel {
 	case "":
 		c.LogLevel = "info"

@@ -52,6 +52,11 @@ func (b *Bridge) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 		b.Log.Info("publish refused by the router", "client", cl.ID, "user", l.user, "address", address, "error", err)
 		return pk, b.refuse(cl, pk, err)
 	}
+	if pk.FixedHeader.Retain {
+		if err := b.retain(cl, pk); err != nil {
+			return pk, b.refuse(cl, pk, err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(l.ctx, b.Timeout)
 	defer cancel()
 	if pk.FixedHeader.Qos == 0 {
@@ -166,7 +171,7 @@ func qosOf(m *amqp.Message, granted byte) byte {
 // written and accepted; QoS 1 accepted on the router only when the client's
 // PUBACK came (OnQosComplete); the receiver's credit (receive_maximum)
 // bounds the unacknowledged ones.
-func (b *Bridge) receive(cl *mqtt.Client, l *link, r *amqp.Receiver, m *amqp.Message, granted byte) {
+func (b *Bridge) receive(cl *mqtt.Client, l *link, r *amqp.Receiver, m *amqp.Message, granted byte, rap bool) {
 	topic := r.Address()
 	for {
 		if m == nil {
@@ -177,6 +182,7 @@ func (b *Bridge) receive(cl *mqtt.Client, l *link, r *amqp.Receiver, m *amqp.Mes
 		}
 		out := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: qosOf(m, granted)},
 			TopicName: topic, Payload: payload(m), Created: time.Now().Unix()}
+		out.FixedHeader.Retain = rap && retainFlag(m)
 		if out.FixedHeader.Qos == 0 {
 			_ = cl.WritePacket(out)
 			_ = r.AcceptMessage(l.ctx, m)

@@ -95,6 +95,7 @@ func main() {
 	server := mqtt.New(&mqtt.Options{Logger: mlog, Capabilities: caps})
 	b := NewBridge(c, table, rtls, log)
 	b.Server = server
+	b.Store = newRetainStore(c, b)
 	if err := server.AddHook(b, nil); err != nil {
 		fail(err)
 	}
@@ -112,7 +113,8 @@ func main() {
 		fail(err)
 	}
 	log.Info("started", "listen_tls", c.ListenTLS, "listen_plain", c.ListenPlain, "routers", c.Routers,
-		"addresses", len(table.Addresses))
+		"addresses", len(table.Addresses),
+		"retained_address", c.RetainedAddress, "service_user", c.ServiceUser)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	for s := range sig {
