@@ -52,7 +52,7 @@ def test_every_panel_query_is_valid_promql(path, tmp_path):
              for p, t in _targets(dash)]
     f = tmp_path / "panels.yml"
     f.write_text(yaml.safe_dump({"groups": [{"name": "panels", "rules": rules}]}))
-    r = subprocess.run(["promtool", "check", "rules", str(f)], capture_output=True, text=True)
+    r = subprocess.run(["promtool", "check", "rules", str(f)], capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -60,7 +60,7 @@ def _linter():
     if shutil.which("go") is None:
         pytest.skip("no 'go' on PATH: grafana/dashboard-linter cannot be installed")
     r = subprocess.run(["bash", os.path.join(REPO, "scripts", "build-dashboard-linter.sh")],
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=600, check=False)
     if r.returncode != 0:
         pytest.skip("grafana/dashboard-linter could not be installed: %s" % r.stderr.strip().splitlines()[-1:])
     return r.stdout.strip()
@@ -68,5 +68,5 @@ def _linter():
 
 @pytest.mark.parametrize("path", DASHBOARDS, ids=os.path.basename)
 def test_dashboard_linter_passes(path):
-    r = subprocess.run([_linter(), "lint", "--strict", path], capture_output=True, text=True)
+    r = subprocess.run([_linter(), "lint", "--strict", path], capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
