@@ -1,0 +1,96 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the monitoring role.
+
+* ``monitoring_scrape_configs``: Prometheus ``scrape_configs`` from the
+  inventory's groups, one job per component (routers, brokers, keycloak,
+  auth service, MQTT gateways). The one implementation of the target rule:
+  a job scrapes ``<host>:<port>`` for every host of its group, sorted, each
+  once; a job whose group is absent or empty is left out; ``https`` jobs
+  verify with the collection CA; a job with a user authenticates with basic
+  auth from a password file (the password itself never enters the config).
+
+The documentation of each filter is in the sidecar ``<filter>.yml``."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import fmt
+
+JOB_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]*$")
+KEYS = {"name", "group", "port", "scheme", "metrics_path", "username", "password_file", "ca_file"}
+
+
+def _job_errors(i, job):
+    where = "monitoring_jobs[%d]" % i
+    if not isinstance(job, dict):
+        return ["%s: %s must be a mapping {name, group, port, ...}" % (where, fmt(job))]
+    errors = ["%s.%s: unknown field (known: %s)" % (where, k, ", ".join(sorted(KEYS)))
+              for k in sorted(set(job) - KEYS)]
+    if not isinstance(job.get("name"), str) or not JOB_NAME.match(job["name"]):
+        errors.append("%s.name: %s must be letters, digits, '_', '-'" % (where, fmt(job.get("name"))))
+    if not isinstance(job.get("group"), str) or not job["group"]:
+        errors.append("%s.group: %s must be an inventory group name" % (where, fmt(job.get("group"))))
+    port = job.get("port")
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        errors.append("%s.port: %s must be an integer 1-65535" % (where, fmt(port)))
+    if job.get("scheme", "https") not in ("http", "https"):
+        errors.append("%s.scheme: %s must be http or https" % (where, fmt(job.get("scheme"))))
+    if job.get("scheme", "https") == "https" and not job.get("ca_file"):
+        errors.append("%s.ca_file: an https job needs the CA file that verifies its targets" % where)
+    if bool(job.get("username")) != bool(job.get("password_file")):
+        errors.append("%s: username and password_file go together (basic auth)" % where)
+    path = job.get("metrics_path", "/metrics")
+    if not isinstance(path, str) or not path.startswith("/"):
+        errors.append("%s.metrics_path: %s must start with '/'" % (where, fmt(path)))
+    return errors
+
+
+def _scrape_config(job, hosts):
+    out = {
+        "job_name": job["name"],
+        "scheme": job.get("scheme", "https"),
+        "metrics_path": job.get("metrics_path", "/metrics"),
+        "static_configs": [{"targets": ["%s:%d" % (h, job["port"]) for h in hosts]}],
+    }
+    if out["scheme"] == "https":
+        out["tls_config"] = {"ca_file": job["ca_file"]}
+    if job.get("username"):
+        out["basic_auth"] = {"username": job["username"], "password_file": job["password_file"]}
+    return out
+
+
+def monitoring_scrape_configs(jobs, groups):
+    """Prometheus ``scrape_configs`` for ``jobs`` over the inventory ``groups``."""
+    if not isinstance(jobs, (list, tuple)):
+        raise AnsibleFilterError("monitoring_scrape_configs: monitoring_jobs: %s must be a list"
+                                 % type(jobs).__name__)
+    if not isinstance(groups, dict):
+        raise AnsibleFilterError("monitoring_scrape_configs: groups: %s must be a mapping"
+                                 % type(groups).__name__)
+    errors, names, out = [], set(), []
+    for i, job in enumerate(jobs):
+        bad = _job_errors(i, job)
+        if not bad and job["name"] in names:
+            bad = ["monitoring_jobs[%d].name: %s is given twice" % (i, fmt(job["name"]))]
+        errors.extend(bad)
+        if bad:
+            continue
+        names.add(job["name"])
+        hosts = sorted(set(groups.get(job["group"]) or []))
+        if hosts:
+            out.append(_scrape_config(job, hosts))
+    if errors:
+        raise AnsibleFilterError("monitoring_scrape_configs: " + "; ".join(errors))
+    return out
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"monitoring_scrape_configs": monitoring_scrape_configs}

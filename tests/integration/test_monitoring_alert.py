@@ -1,0 +1,121 @@
+"""The monitoring role's configuration with the real Prometheus and
+Alertmanager (Debian packages prometheus, prometheus-alertmanager): the
+rendered prometheus.yml / alertmanager.yml and the collection's alert rules,
+targets from the filter monitoring_scrape_configs. A target that answers is
+up == 1; a target whose port is closed is up == 0 and EnmasseTargetDown
+reaches `firing` in Prometheus and `active` in Alertmanager. Only the rules'
+`for:` is shortened (as the Molecule scenario's vars would)."""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+
+import jinja2
+import pytest
+import yaml
+
+from ansible_collections.enmasse.messaging.plugins.filter import monitoring as fmon
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not (shutil.which("prometheus") and shutil.which("prometheus-alertmanager")),
+                       reason="prometheus / prometheus-alertmanager missing (Debian packages; scripts/test.sh installs them)"),
+]
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROLE = os.path.join(REPO, "roles", "monitoring")
+
+
+def _port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _render(name, vars_):
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROLE, "templates")))
+    env.filters["to_json"] = json.dumps
+    env.filters["to_nice_yaml"] = lambda v, indent=2: yaml.safe_dump(v, indent=indent, default_flow_style=False)
+    return env.get_template(name).render(**vars_)
+
+
+def _get(url):
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return json.load(r)
+
+
+def _wait(what, probe, timeout=90):
+    deadline, last = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        try:
+            last = probe()
+            if last:
+                return last
+        except OSError as e:
+            last = e
+        time.sleep(1)
+    raise AssertionError("%s: not seen in %ss (last: %r)" % (what, timeout, last))
+
+
+@pytest.fixture
+def monitoring(tmp_path):
+    prom, am, closed = _port(), _port(), _port()
+    defaults = yaml.safe_load(open(os.path.join(ROLE, "defaults", "main.yml")))
+    jobs = [{"name": "prometheus", "group": "monitoring", "port": prom, "scheme": "http"},
+            {"name": "down", "group": "monitoring", "port": closed, "scheme": "http"}]
+    vars_ = dict(defaults, ansible_managed="test", monitoring_alertmanager_port=am,
+                 monitoring_scrape_interval="1s", monitoring_evaluation_interval="1s",
+                 monitoring_scrape_configs=fmon.monitoring_scrape_configs(jobs, {"monitoring": ["127.0.0.1"]}))
+    rules = re.sub(r"(?m)^(\s+for:) \S+$", r"\1 3s", open(os.path.join(ROLE, "files", "enmasse-alerts.yml")).read())
+    conf = tmp_path / "prometheus.yml"
+    conf.write_text(_render("prometheus.yml.j2", vars_).replace("/etc/prometheus/enmasse-alerts.yml",
+                                                                str(tmp_path / "rules.yml")))
+    (tmp_path / "rules.yml").write_text(rules)
+    (tmp_path / "alertmanager.yml").write_text(_render("alertmanager.yml.j2", vars_))
+    (tmp_path / "web.yml").write_text(_render("web-config.yml.j2", vars_))
+    for cmd in (["promtool", "check", "config", str(conf)],
+                ["amtool", "check-config", str(tmp_path / "alertmanager.yml")]):
+        subprocess.run(cmd, check=True, capture_output=True)
+    procs = [
+        subprocess.Popen(["prometheus-alertmanager", "--config.file=%s" % (tmp_path / "alertmanager.yml"),
+                          "--storage.path=%s" % (tmp_path / "am"), "--web.listen-address=127.0.0.1:%d" % am,
+                          "--cluster.listen-address=", "--web.config.file=%s" % (tmp_path / "web.yml")],
+                         stdout=open(tmp_path / "am.log", "w"), stderr=subprocess.STDOUT),
+        subprocess.Popen(["prometheus", "--config.file=%s" % conf, "--storage.tsdb.path=%s" % (tmp_path / "tsdb"),
+                          "--web.listen-address=127.0.0.1:%d" % prom, "--web.config.file=%s" % (tmp_path / "web.yml")],
+                         stdout=open(tmp_path / "prom.log", "w"), stderr=subprocess.STDOUT),
+    ]
+    try:
+        yield {"prom": "http://127.0.0.1:%d" % prom, "am": "http://127.0.0.1:%d" % am, "closed": closed}
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(timeout=30)
+
+
+def test_every_target_scraped_and_target_down_alert_fires(monitoring):
+    prom, am = monitoring["prom"], monitoring["am"]
+
+    def up():
+        res = _get(prom + "/api/v1/query?query=up")["data"]["result"]
+        return {r["metric"]["job"]: r["value"][1] for r in res} if len(res) == 2 else None
+
+    assert _wait("up for both jobs", up) == {"prometheus": "1", "down": "0"}
+
+    def firing():
+        rules = _get(prom + "/api/v1/alerts")["data"]["alerts"]
+        return [a for a in rules if a["labels"]["alertname"] == "EnmasseTargetDown" and a["state"] == "firing"]
+
+    alerts = _wait("EnmasseTargetDown firing in Prometheus", firing)
+    assert [a["labels"]["job"] for a in alerts] == ["down"]
+
+    def active():
+        got = _get(am + "/api/v2/alerts")
+        return [a for a in got if a["labels"].get("alertname") == "EnmasseTargetDown" and a["status"]["state"] == "active"]
+
+    got = _wait("EnmasseTargetDown active in Alertmanager", active)
+    assert got[0]["labels"]["instance"] == "127.0.0.1:%d" % monitoring["closed"]
