@@ -317,7 +317,7 @@ def idle_memory(env, loadgen, system, n):
         cpu["clients"] = round(common.cpu_of(proc.pid), 2)
     finally:
         proc.terminate()
-        out, _ = proc.communicate(timeout=60)
+        out = proc.communicate(timeout=60)[0]
     connected = json.loads(out.strip().splitlines()[0])
     time.sleep(3)
     closed = dict((k, round(rss_mib(pids[k]), 1)) for k in names)
@@ -344,17 +344,18 @@ def scenario(env, loadgen, system, direction, qos, n_clients, args, log):
     return out
 
 
+def _out(argv, **kw):
+    return subprocess.run(argv, capture_output=True, text=True, check=False, **kw).stdout.strip()
+
+
 def versions(env):
-    mosq = subprocess.run([MOSQUITTO, "-h"], capture_output=True, text=True).stdout.splitlines()[0]
-    qdr = subprocess.run([os.path.join(env.router_prefix, "sbin", "qdrouterd"), "--version"], capture_output=True,
-                         text=True, env=asr.router_env(env.router_prefix)).stdout.strip()
-    git = subprocess.run(["git", "log", "-1", "--format=%h %cI", "--", "gateway/mqtt"], cwd=REPO,
-                         capture_output=True, text=True).stdout.strip()
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                          text=True).stdout.strip()
+    mosq = _out([MOSQUITTO, "-h"]).splitlines()[0]
+    qdr = _out([os.path.join(env.router_prefix, "sbin", "qdrouterd"), "--version"],
+               env=asr.router_env(env.router_prefix))
+    git = _out(["git", "log", "-1", "--format=%h %cI", "--", "gateway/mqtt"], cwd=REPO)
+    head = _out(["git", "rev-parse", "--short", "HEAD"], cwd=REPO)
     return {"mosquitto": mosq, "qdrouterd": qdr, "gateway_last_commit": git, "head": head,
-            "gateway_binary": env.gateway_binary, "go": subprocess.run(["go", "version"], capture_output=True,
-                                                                        text=True).stdout.strip()}
+            "gateway_binary": env.gateway_binary, "go": _out(["go", "version"])}
 
 
 def machine():
@@ -408,14 +409,14 @@ def table(result):
               "|---|---:|---:|---|---:|"]
     for i in result["idle"]:
         rss = "; ".join("%s %.1f -> %.1f (+%.1f)" % (k, i["rss_before_mib"][k], i["rss_connected_mib"][k],
-                                                      i["growth_mib"][k]) for k in sorted(i["growth_mib"]))
+                                                     i["growth_mib"][k]) for k in sorted(i["growth_mib"]))
         lines.append("| %s | %d | %.2f | %s | %.1f |" % (i["system"], i["clients"], i["connect_seconds"], rss,
-                                                          i["client_rss_mib"]))
+                                                         i["client_rss_mib"]))
     return "\n".join(lines)
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     p.add_argument("--quick", action="store_true", help="smoke run (< 1 min): 1 and 10 clients, 100 idle, small counts")
     p.add_argument("--clients", default=None, help="comma list of connected clients (default 1,100,1000)")
     p.add_argument("--systems", default="gateway,mosquitto")

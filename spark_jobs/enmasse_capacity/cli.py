@@ -170,7 +170,7 @@ def _clean(o):
     if isinstance(o, float):
         return None if (math.isnan(o) or math.isinf(o)) else o
     if isinstance(o, dict):
-        if not all(type(k) is str for k in o):
+        if not all(isinstance(k, str) for k in o):
             return dict((str(k), _clean(v)) for k, v in o.items())
         for k, v in o.items():
             if isinstance(v, (float, dict, list, tuple)):

@@ -69,7 +69,7 @@ class Record(object):
 
 def interned(s):
     """``s`` interned when it is a string (one object for every repeat)."""
-    return sys.intern(s) if type(s) is str else s
+    return sys.intern(s) if isinstance(s, str) else s
 
 
 def as_dicts(rows):
