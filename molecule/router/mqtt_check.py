@@ -1,0 +1,172 @@
+"""The MQTT clients of molecule/router's verify-mqtt.yml (paho-mqtt, copied
+from the controller's test environment, against the mqtt_gateway role's
+instances; AMQP through the routers with clients.py). Each command prints one
+JSON object; the playbook asserts on it.
+
+  mqtt_check.py to-amqp  --gateway H:P --router R --space S --topic T
+  mqtt_check.py to-mqtt  --sub H:P --pub H:P --space S --topic T
+  mqtt_check.py connect  --gateway H:P --space S [--password P] [--plain]
+"""
+
+import argparse
+import json
+import socket
+import ssl
+import threading
+import time
+import uuid
+
+import paho.mqtt.client as mqtt
+from proton.utils import BlockingConnection
+
+import clients
+
+
+def _client(cfg, space, password=None, tls=True):
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="verify-" + uuid.uuid4().hex[:12],
+                    protocol=mqtt.MQTTv311)
+    s = cfg["spaces"][space]
+    c.username_pw_set(s["user"], s["password"] if password is None else password)
+    if tls:
+        # trust the collection's CA and check the gateway's name
+        c.tls_set(ca_certs=cfg["ca"], cert_reqs=ssl.CERT_REQUIRED)
+    return c
+
+
+def connect(cfg, gateway, space, password=None, tls=True, timeout=20):
+    """(client, {connected, reason}) after CONNACK, or the error."""
+    host, port = gateway.rsplit(":", 1)
+    c = _client(cfg, space, password, tls)
+    done, out = threading.Event(), {}
+
+    def on_connect(_c, _u, _flags, reason, _props):
+        out.update(connected=not reason.is_failure, reason=str(reason), reason_value=reason.value)
+        done.set()
+
+    def on_disconnect(_c, _u, _flags, reason, _props):
+        out.setdefault("connected", False)
+        out.setdefault("reason", str(reason))
+        done.set()
+    c.on_connect, c.on_disconnect = on_connect, on_disconnect
+    try:
+        c.connect(host, int(port), keepalive=30)
+    except (OSError, ssl.SSLError) as e:
+        return None, {"connected": False, "error": "%s: %s" % (type(e).__name__, e)}
+    c.loop_start()
+    if not done.wait(timeout):
+        out.update(connected=False, error="no CONNACK in %ss" % timeout)
+    if not out.get("connected"):
+        c.loop_stop()
+        return None, out
+    return c, out
+
+
+def publish(c, topic, body, qos=1, timeout=20):
+    info = c.publish(topic, body, qos=qos)
+    info.wait_for_publish(timeout)
+    return info.is_published()
+
+
+def to_amqp(a, cfg):
+    """An AMQP receiver on the router; an MQTT QoS 1 publish through the gateway."""
+    conn = BlockingConnection(**clients.url(a.router, a.space, cfg))
+    try:
+        rcv = conn.create_receiver(a.topic, credit=10)
+        c, out = connect(cfg, a.gateway, a.space)
+        if c is None:
+            return out
+        body = "mqtt-to-amqp-%s" % uuid.uuid4().hex[:8]
+        out["puback"] = publish(c, a.topic, body.encode())
+        c.disconnect()
+        c.loop_stop()
+        try:
+            msg = rcv.receive(timeout=a.timeout)
+            rcv.accept()
+            got = msg.body
+            out["received"] = bytes(got).decode() if isinstance(got, (bytes, memoryview, bytearray)) else str(got)
+        except Exception as e:  # pylint: disable=broad-except
+            out["received"] = None
+            out["error"] = "%s: %s" % (type(e).__name__, e)
+        out["sent"] = body
+        return out
+    finally:
+        conn.close()
+
+
+def to_mqtt(a, cfg):
+    """An MQTT subscriber on one instance, a publisher on another (one endpoint)."""
+    got, event = [], threading.Event()
+    sub, out = connect(cfg, a.sub, a.space)
+    if sub is None:
+        return {"subscriber": out}
+
+    def on_message(_c, _u, m):
+        got.append(m.payload.decode())
+        event.set()
+    sub.on_message = on_message
+    suback = threading.Event()
+    sub.on_subscribe = lambda *args: suback.set()
+    sub.subscribe(a.topic, qos=1)
+    result = {"suback": suback.wait(a.timeout)}
+    time.sleep(1)  # the gateway's link to the router gets its credit
+    pub, pout = connect(cfg, a.pub, a.space)
+    if pub is None:
+        return dict(result, publisher=pout)
+    body = "mqtt-to-mqtt-%s" % uuid.uuid4().hex[:8]
+    result["puback"] = publish(pub, a.topic, body.encode())
+    event.wait(a.timeout)
+    for c in (pub, sub):
+        c.disconnect()
+        c.loop_stop()
+    return dict(result, sent=body, received=got)
+
+
+def plain(a):
+    """Plain TCP to the gateway's host on the MQTT plain port: refused (nothing listens)."""
+    host, port = a.gateway.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+        return {"listening": True}
+    except ConnectionRefusedError:
+        return {"listening": False, "error": "connection refused"}
+    except OSError as e:
+        return {"listening": False, "error": str(e)}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("to-amqp")
+    s.add_argument("--gateway", required=True)
+    s.add_argument("--router", required=True)
+    s = sub.add_parser("to-mqtt")
+    s.add_argument("--sub", required=True)
+    s.add_argument("--pub", required=True)
+    s = sub.add_parser("connect")
+    s.add_argument("--gateway", required=True)
+    s.add_argument("--password")
+    s = sub.add_parser("plain")
+    s.add_argument("--gateway", required=True)
+    for name in ("to-amqp", "to-mqtt", "connect", "plain"):
+        s = sub.choices[name]
+        s.add_argument("--space", default="tenant-a")
+        s.add_argument("--topic", default="greetings")
+        s.add_argument("--timeout", type=float, default=20)
+    a = p.parse_args()
+    cfg = clients.config()
+    if a.cmd == "to-amqp":
+        out = to_amqp(a, cfg)
+    elif a.cmd == "to-mqtt":
+        out = to_mqtt(a, cfg)
+    elif a.cmd == "plain":
+        out = plain(a)
+    else:
+        c, out = connect(cfg, a.gateway, a.space, password=a.password)
+        if c is not None:
+            c.disconnect()
+            c.loop_stop()
+    print(json.dumps(out, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
