@@ -13,7 +13,6 @@ import json
 import socket
 import ssl
 import threading
-import time
 import uuid
 
 import paho.mqtt.client as mqtt
@@ -108,13 +107,16 @@ def to_mqtt(a, cfg):
     sub.on_subscribe = lambda *args: suback.set()
     sub.subscribe(a.topic, qos=1)
     result = {"suback": suback.wait(a.timeout)}
-    time.sleep(1)  # the gateway's link to the router gets its credit
     pub, pout = connect(cfg, a.pub, a.space)
     if pub is None:
         return dict(result, publisher=pout)
     body = "mqtt-to-mqtt-%s" % uuid.uuid4().hex[:8]
-    result["puback"] = publish(pub, a.topic, body.encode())
-    event.wait(a.timeout)
+    # the subscriber's address reaches the other routers within a few seconds
+    # (router advertisements): publish again until it arrives, at most 5 times
+    for attempt in range(1, 6):
+        result.update(puback=publish(pub, a.topic, body.encode()), attempts=attempt)
+        if event.wait(3):
+            break
     for c in (pub, sub):
         c.disconnect()
         c.loop_stop()
