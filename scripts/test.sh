@@ -33,16 +33,30 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 fi
 
 log "venv: .venv with requirements-test.txt"
+want="$(cat requirements-test.txt requirements-spark.txt | sha256sum | cut -c1-64)"
+if [ ! -e .venv ] && [ -z "${ENMASSE_NO_VENV_CACHE:-}" ]; then
+  # a fresh checkout shares one environment per requirements hash with the
+  # earlier runs on this machine (like the router and kube-apiserver builds);
+  # the first run builds it, the stamp is written last
+  cached="${XDG_CACHE_HOME:-$HOME/.cache}/enmasse-messaging/venv-${want:0:16}"
+  mkdir -p "$(dirname "$cached")"
+  exec 8>"$cached.lock"
+  flock 8
+  if [ "$(cat "$cached/.requirements-test.sha256" 2>/dev/null)" != "$want" ]; then
+    rm -rf "$cached"
+  fi
+  ln -s "$cached" .venv
+fi
 if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
+  python3 -m venv "$(readlink -f .venv 2>/dev/null || echo .venv)"
 fi
 stamp=.venv/.requirements-test.sha256
-want="$(cat requirements-test.txt requirements-spark.txt | sha256sum | cut -c1-64)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -r requirements-test.txt
   echo "$want" > "$stamp"
 fi
+exec 8>&-
 PATH="$(pwd)/.venv/bin:$PATH"
 export PATH
 
@@ -64,6 +78,14 @@ log "qdrouterd 1.19.0: the source archive (scripts/router-archive.sh) and a cach
 ENMASSE_ROUTER_ARCHIVE="$(bash scripts/router-archive.sh)"
 export ENMASSE_ROUTER_ARCHIVE
 bash scripts/build-router.sh "$ENMASSE_ROUTER_ARCHIVE" >/dev/null
+
+if command -v go >/dev/null; then
+  log "MQTT gateway: a cached build (scripts/build-mqtt-gateway.sh)"
+  ENMASSE_MQTT_GATEWAY="$(bash scripts/build-mqtt-gateway.sh)"
+  export ENMASSE_MQTT_GATEWAY
+else
+  log "MQTT gateway: no 'go' on PATH: tests/integration/test_mqtt_gateway.py skips"
+fi
 
 # the checkout as ansible_collections/enmasse/messaging
 source scripts/collection-path.sh

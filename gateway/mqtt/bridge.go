@@ -1,33 +1,30 @@
-// Package main is the feasibility prototype of the MQTT gateway of a
-// standard address space (issue 21, docs/mqtt-design.md): an embedded
-// mochi-mqtt broker whose hooks bridge every MQTT client to the router
-// network over AMQP 1.0 (go-amqp).
-//
-// What it proves (and nothing more):
-//   - a client's CONNECT is authenticated by opening an AMQP connection to
-//     the space's router listener with the client's own user and password
-//     (SASL PLAIN; the router relays it to the auth service, which checks
-//     the space's Keycloak realm); a refused SASL exchange refuses CONNECT;
-//   - QoS 0 publishes are sent pre-settled; QoS 1 publishes are sent
-//     unsettled and PUBACK is written only after the router's disposition
-//     said "accepted" (pipelined: many in flight per client, acks in order);
-//   - mochi's own local fan-out is suppressed for what went to the routers,
-//     so a subscriber on the same gateway gets a message once (from AMQP).
-//
-// Not in the prototype: QoS 2 to AMQP, retained messages and sessions kept
-// in the space's brokers, wills published by a second instance, TLS.
+// The hooks that bridge every MQTT client of the embedded mochi-mqtt server
+// to the router network of one standard space over AMQP 1.0 (go-amqp): each
+// client gets its own AMQP connection to the space's router listener,
+// authenticated with the client's own user and password, so the router
+// (address authz from the auth service) decides what it may send and
+// receive. docs/mqtt-design.md and README.md describe the behaviour.
 package main
 
 import (
 	"context"
-
+	"crypto/tls"
+	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/Azure/go-amqp"
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+const (
+	annotationQos    = "x-opt-mqtt-qos"
+	annotationRetain = "x-opt-mqtt-retain"
 )
 
 // pending is one QoS 1 publish waiting for the router's disposition.
@@ -36,236 +33,351 @@ type pending struct {
 	id      uint16
 }
 
-// link is the AMQP side of one MQTT client: its own connection (its own
-// identity on the router), one session, one sender per address and mode.
+// delivery is one QoS 1 message from AMQP waiting for the client's PUBACK.
+type delivery struct {
+	r *amqp.Receiver
+	m *amqp.Message
+}
+
+// link is the AMQP side of one MQTT client.
 type link struct {
-	conn    *amqp.Conn
-	sess    *amqp.Session
-	mu      sync.Mutex
-	senders map[string]*amqp.Sender
-	acks    chan pending
-	done    chan struct{}
+	user       string
+	conn       *amqp.Conn
+	sess       *amqp.Session
+	mu         sync.Mutex
+	senders    map[string]*amqp.Sender
+	staged     map[string][]*sub // filter -> receivers attached by the ACL check
+	subs       map[string][]*sub // filter -> receivers of a granted subscription
+	deliveries map[uint16]delivery
+	acks       chan pending
+	done       chan struct{}
+	ctx        context.Context
+	cancel     context.CancelFunc
 }
 
 // Bridge is the mochi hook.
 type Bridge struct {
 	mqtt.HookBase
-	Router  string // host:port of the space's router listener
-	Space   string // the tenant: the listener adds "<space>/" inside the router
+	Config  *Config
+	TLS     *tls.Config // to the routers; nil: plain AMQP
 	Log     *slog.Logger
 	Server  *mqtt.Server
-	mu      sync.Mutex
-	links   map[string]*link
-	subs    map[string]*amqp.Receiver
 	Timeout time.Duration
+	table   atomic.Pointer[Table]
+	mu      sync.Mutex
+	links   map[*mqtt.Client]*link
+	users   map[string]int64
 }
+
+func NewBridge(c *Config, t *Table, tlsc *tls.Config, log *slog.Logger) *Bridge {
+	b := &Bridge{Config: c, TLS: tlsc, Log: log, Timeout: 10 * time.Second,
+		links: map[*mqtt.Client]*link{}, users: map[string]int64{}}
+	b.table.Store(t)
+	return b
+}
+
+func (b *Bridge) SetTable(t *Table) { b.table.Store(t) }
 
 func (b *Bridge) ID() string { return "enmasse-amqp-bridge" }
 
 func (b *Bridge) Provides(e byte) bool {
 	switch e {
-	case mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPublish, mqtt.OnDisconnect, mqtt.OnSubscribed:
+	case mqtt.OnConnect, mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPublish, mqtt.OnDisconnect,
+		mqtt.OnSubscribed, mqtt.OnUnsubscribed, mqtt.OnQosComplete, mqtt.OnPacketRead:
 		return true
 	}
 	return false
 }
 
-// OnConnectAuthenticate: the router (and behind it the auth service and
-// Keycloak) decides; the gateway stores no password.
-func (b *Bridge) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
-	opts := &amqp.ConnOptions{SASLType: amqp.SASLTypeAnonymous(), ContainerID: "mqtt-" + cl.ID,
-		IdleTimeout: 0, MaxSessions: 1}
-	if len(pk.Connect.Username) > 0 {
-		opts.SASLType = amqp.SASLTypePlain(string(pk.Connect.Username), string(pk.Connect.Password))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
-	defer cancel()
-	conn, err := amqp.Dial(ctx, "amqp://"+b.Router, opts)
-	if err != nil {
-		b.Log.Info("connect refused by the router", "client", cl.ID, "error", err)
-		return false
-	}
-	sess, err := conn.NewSession(ctx, nil)
-	if err != nil {
-		conn.Close()
-		return false
-	}
-	l := &link{conn: conn, sess: sess, senders: map[string]*amqp.Sender{},
-		acks: make(chan pending, 1024), done: make(chan struct{})}
-	go b.ackLoop(cl, l)
+func (b *Bridge) linkOf(cl *mqtt.Client) *link {
 	b.mu.Lock()
-	if old := b.links[cl.ID]; old != nil { // a takeover: the old connection goes
-		old.close()
+	defer b.mu.Unlock()
+	return b.links[cl]
+}
+
+// connack writes a refusing CONNACK: v5 the reason code, 3.1.1 its return code.
+func connack(cl *mqtt.Client, v5 packets.Code, v3 byte) error {
+	code := v5.Code
+	if cl.Properties.ProtocolVersion < 5 {
+		code = v3
 	}
-	b.links[cl.ID] = l
+	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Connack}, ReasonCode: code}
+	if cl.Properties.ProtocolVersion == 5 {
+		pk.Properties.ReasonString = v5.Reason
+	}
+	_ = cl.WritePacket(pk)
+	return v5
+}
+
+// OnConnect authenticates the client through the router (its SASL PLAIN
+// relayed to the auth service) and applies the per-user connection limit.
+// A refusal writes its own CONNACK and returns an error: mochi then closes
+// the connection without a CONNACK of its own.
+func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
+	user := string(pk.Connect.Username)
+	// not in this slice: wills and persistent sessions (docs/mqtt-design.md)
+	cl.Properties.Will = mqtt.Will{}
+	cl.Properties.Clean = true
+	cl.Properties.Props.SessionExpiryInterval = 0
+	max := *b.Config.MaxConnectionsPerUser
+	b.mu.Lock()
+	if max > 0 && b.users[user] >= max {
+		b.mu.Unlock()
+		b.Log.Info("connect refused: connections per user", "client", cl.ID, "user", user, "remote", cl.Net.Remote, "max", max)
+		return connack(cl, packets.ErrQuotaExceeded, packets.Err3ServerUnavailable.Code)
+	}
+	b.users[user]++ // reserved while the router answers
 	b.mu.Unlock()
+	l, code, v3, err := b.dial(cl, user, string(pk.Connect.Password))
+	if err != nil {
+		b.release(user)
+		b.Log.Info("connect refused", "client", cl.ID, "user", user, "remote", cl.Net.Remote,
+			"reason", fmt.Sprintf("0x%02x", code.Code), "error", err)
+		return connack(cl, code, v3)
+	}
+	b.mu.Lock()
+	b.links[cl] = l
+	b.mu.Unlock()
+	go b.ackLoop(cl, l)
+	b.Log.Info("connected", "client", cl.ID, "user", user, "remote", cl.Net.Remote, "listener", cl.Net.Listener,
+		"version", cl.Properties.ProtocolVersion)
+	return nil
+}
+
+func (b *Bridge) release(user string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.users[user]--; b.users[user] <= 0 {
+		delete(b.users, user)
+	}
+}
+
+// classify maps an AMQP connection failure to the CONNACK codes.
+func classify(err error) (packets.Code, byte, bool) {
+	var ce *amqp.ConnError
+	if errors.As(err, &ce) && ce.RemoteErr != nil {
+		switch ce.RemoteErr.Condition {
+		case amqp.ErrCondUnauthorizedAccess:
+			return packets.ErrNotAuthorized, packets.Err3NotAuthorized.Code, true
+		case amqp.ErrCondResourceLimitExceeded:
+			return packets.ErrQuotaExceeded, packets.Err3ServerUnavailable.Code, true
+		}
+	}
+	if strings.Contains(err.Error(), "SASL") && strings.Contains(err.Error(), "auth failed") {
+		return packets.ErrBadUsernameOrPassword, packets.ErrMalformedUsernameOrPassword.Code, true
+	}
+	if strings.Contains(err.Error(), "no supported auth mechanism") { // no user name: the router wants PLAIN
+		return packets.ErrNotAuthorized, packets.Err3NotAuthorized.Code, true
+	}
+	return packets.ErrServerUnavailable, packets.Err3ServerUnavailable.Code, false
+}
+
+// dial tries the routers in order; a refusal of the credentials is final,
+// an unreachable router moves on to the next.
+func (b *Bridge) dial(cl *mqtt.Client, user, password string) (*link, packets.Code, byte, error) {
+	opts := &amqp.ConnOptions{SASLType: amqp.SASLTypeAnonymous(), ContainerID: "mqtt-" + cl.ID, MaxSessions: 1,
+		TLSConfig: b.TLS}
+	if user != "" {
+		opts.SASLType = amqp.SASLTypePlain(user, password)
+	}
+	scheme := "amqp://"
+	if b.TLS != nil {
+		scheme = "amqps://"
+	}
+	var last error
+	code, v3 := packets.ErrServerUnavailable, packets.Err3ServerUnavailable.Code
+	for _, router := range b.Config.Routers {
+		ctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
+		conn, err := amqp.Dial(ctx, scheme+router, opts)
+		var sess *amqp.Session
+		if err == nil {
+			sess, err = conn.NewSession(ctx, nil)
+			if err != nil {
+				_ = conn.Close()
+			}
+		}
+		cancel()
+		if err == nil {
+			lctx, lcancel := context.WithCancel(context.Background())
+			return &link{user: user, conn: conn, sess: sess, senders: map[string]*amqp.Sender{},
+				staged: map[string][]*sub{}, subs: map[string][]*sub{},
+				deliveries: map[uint16]delivery{}, acks: make(chan pending, *b.Config.ReceiveMaximum),
+				done: make(chan struct{}), ctx: lctx, cancel: lcancel}, code, v3, nil
+		}
+		last = err
+		var final bool
+		if code, v3, final = classify(err); final {
+			return nil, code, v3, err
+		}
+		b.Log.Info("router unreachable", "router", router, "error", err)
+	}
+	return nil, code, v3, last
+}
+
+// OnConnectAuthenticate: OnConnect did the work.
+func (b *Bridge) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
+	return b.linkOf(cl) != nil
+}
+
+// OnPacketRead refuses QoS 2 publishes (not in this slice): MQTT 5
+// DISCONNECT 0x9B "QoS not supported" (the CONNACK said maximum QoS 1);
+// MQTT 3.1.1 the connection is closed. mochi drops a publish to $SYS/...
+// without an answer: it is refused as any topic outside the table (MQTT 5
+// PUBACK 0x87, 3.1.1 the connection closed).
+func (b *Bridge) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	if pk.FixedHeader.Type != packets.Publish {
+		return pk, nil
+	}
+	v5 := cl.Properties.ProtocolVersion == 5
+	if pk.FixedHeader.Qos == 2 {
+		b.Log.Info("publish refused: QoS 2 is not supported", "client", cl.ID, "topic", pk.TopicName)
+		if v5 {
+			_ = b.Server.DisconnectClient(cl, packets.ErrQosNotSupported)
+		} else {
+			cl.Stop(packets.ErrQosNotSupported)
+		}
+		return pk, packets.ErrRejectPacket // mochi ends the connection
+	}
+	if pk.FixedHeader.Qos == 1 && !mqtt.IsValidFilter(pk.TopicName, true) {
+		b.Log.Info("publish refused: reserved topic", "client", cl.ID, "topic", pk.TopicName)
+		if !v5 {
+			cl.Stop(packets.ErrNotAuthorized)
+			return pk, packets.ErrRejectPacket
+		}
+		_ = cl.WritePacket(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback},
+			PacketID: pk.PacketID, ReasonCode: packets.ErrNotAuthorized.Code})
+	}
+	return pk, nil
+}
+
+// OnACLCheck: publish -> the topic must be an address of the table;
+// subscribe -> the filter's addresses (the table's, expanded with mochi's
+// matching) are attached on the client's own connection now, so the
+// router's recv permission decides the SUBACK; at least one must attach.
+func (b *Bridge) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
+	t := b.table.Load()
+	if write {
+		if t.Address(topic) == "" {
+			b.Log.Info("publish refused: not an address of the space", "client", cl.ID, "topic", topic)
+			return false
+		}
+		return true
+	}
+	l := b.linkOf(cl)
+	addresses := t.Expand(topic)
+	if l == nil || len(addresses) == 0 {
+		b.Log.Info("subscribe refused: no address of the space matches", "client", cl.ID, "filter", topic)
+		return false
+	}
+	rs := b.attach(cl, l, addresses)
+	if len(rs) == 0 {
+		b.Log.Info("subscribe refused: no recv permission", "client", cl.ID, "user", l.user, "filter", topic)
+		return false
+	}
+	l.mu.Lock()
+	closeAll(l.staged[topic])
+	l.staged[topic] = rs
+	l.mu.Unlock()
 	return true
 }
 
-// OnACLCheck: the router enforces send/recv per address on the user's own
-// connection (address-authz); the prototype lets everything through here.
-func (b *Bridge) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool { return true }
-
-// sender: one link per address in mixed mode (qdrouterd answers "mixed"
-// whatever is asked): QoS 0 transfers pre-settled, QoS 1 unsettled, in the
-// order of the client's publishes.
-func (b *Bridge) sender(l *link, address string) (*amqp.Sender, error) {
-	key := address
-	mode := amqp.SenderSettleModeMixed
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if s := l.senders[key]; s != nil {
-		return s, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
-	defer cancel()
-	s, err := l.sess.NewSender(ctx, address, &amqp.SenderOptions{SettlementMode: &mode})
-	if err != nil {
-		return nil, err
-	}
-	l.senders[key] = s
-	return s, nil
-}
-
-// OnPublish sends to the address of the topic and answers mochi with
-// ErrRejectPacket: mochi then neither acknowledges nor fans out locally;
-// ackLoop writes the PUBACK once the router accepted.
-func (b *Bridge) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
-	if cl.Net.Inline { // what came back from the routers: deliver locally
-		return pk, nil
-	}
-	b.mu.Lock()
-	l := b.links[cl.ID]
-	b.mu.Unlock()
-	if l == nil {
-		return pk, packets.ErrRejectPacket
-	}
-	address := TopicToAddress(pk.TopicName)
-	msg := amqp.NewMessage(pk.Payload)
-	msg.Header = &amqp.MessageHeader{Durable: pk.FixedHeader.Qos > 0}
-	msg.Properties = &amqp.MessageProperties{To: &address}
-	msg.Annotations = amqp.Annotations{"x-opt-mqtt-qos": int32(pk.FixedHeader.Qos)}
-	if pk.FixedHeader.Retain {
-		msg.Annotations["x-opt-mqtt-retain"] = true
-	}
-	s, err := b.sender(l, address)
-	if err != nil {
-		b.Log.Info("sender refused", "client", cl.ID, "address", address, "error", err)
-		return pk, b.refuse(cl, pk, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
-	defer cancel()
-	if pk.FixedHeader.Qos == 0 {
-		_ = s.Send(ctx, msg, &amqp.SendOptions{Settled: true})
-		return pk, packets.ErrRejectPacket
-	}
-	r, err := s.SendWithReceipt(ctx, msg, nil)
-	if err != nil {
-		return pk, b.refuse(cl, pk, err)
-	}
-	l.acks <- pending{receipt: r, id: pk.PacketID}
-	return pk, packets.ErrRejectPacket
-}
-
-// refuse a publish the router did not take: QoS 0 is dropped; MQTT 5 gets
-// PUBACK with a reason code (mochi writes it); MQTT 3.1.1 has no negative
-// PUBACK: the connection is closed, the client resends after reconnecting.
-func (b *Bridge) refuse(cl *mqtt.Client, pk packets.Packet, err error) error {
-	if pk.FixedHeader.Qos == 0 {
-		return packets.ErrRejectPacket
-	}
-	if cl.Properties.ProtocolVersion == 5 {
-		return packets.ErrNotAuthorized
-	}
-	cl.Stop(err)
-	return packets.ErrRejectPacket
-}
-
-// ackLoop writes PUBACKs in the order of the publishes, each after the
-// router's outcome: accepted -> success; anything else -> no ack
-// (MQTT 3.1.1) so that the client resends, or a v5 reason code.
-func (b *Bridge) ackLoop(cl *mqtt.Client, l *link) {
-	for {
-		select {
-		case <-l.done:
-			return
-		case p := <-l.acks:
-			state, err := p.receipt.Wait(context.Background())
-			code := packets.CodeSuccess
-			if _, ok := state.(*amqp.StateAccepted); !ok || err != nil {
-				if cl.Properties.ProtocolVersion != 5 {
-					continue
-				}
-				code = packets.ErrImplementationSpecificError
-			}
-			ack := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: p.id,
-				ReasonCode: code.Code}
-			_ = cl.WritePacket(ack)
-		}
+func closeAll(rs []*sub) {
+	for _, r := range rs {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = r.r.Close(ctx)
+		cancel()
 	}
 }
 
-// OnSubscribed attaches one receiver per (non-wildcard) filter for the
-// whole gateway and republishes what arrives through mochi's inline client,
-// which delivers to the local subscribers of that topic.
+// OnSubscribed starts delivering from the receivers of each granted filter.
 func (b *Bridge) OnSubscribed(cl *mqtt.Client, pk packets.Packet, codes []byte) {
-	b.mu.Lock()
-	l := b.links[cl.ID]
-	b.mu.Unlock()
+	l := b.linkOf(cl)
+	if l == nil {
+		return
+	}
+	for i, f := range pk.Filters {
+		l.mu.Lock()
+		rs := l.staged[f.Filter]
+		delete(l.staged, f.Filter)
+		if i >= len(codes) || codes[i] > 2 {
+			l.mu.Unlock()
+			closeAll(rs)
+			continue
+		}
+		old := l.subs[f.Filter]
+		l.subs[f.Filter] = rs
+		l.mu.Unlock()
+		closeAll(old)
+		for _, r := range rs {
+			go b.receive(cl, l, r.r, r.first, codes[i])
+		}
+		b.Log.Info("subscribed", "client", cl.ID, "filter", f.Filter, "addresses", len(rs), "qos", codes[i])
+	}
+}
+
+func (b *Bridge) OnUnsubscribed(cl *mqtt.Client, pk packets.Packet) {
+	l := b.linkOf(cl)
 	if l == nil {
 		return
 	}
 	for _, f := range pk.Filters {
-		b.mu.Lock()
-		_, have := b.subs[f.Filter]
-		b.mu.Unlock()
-		if have || !ValidTopicName(f.Filter) {
-			continue // wildcards: not in the prototype
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
-		r, err := l.sess.NewReceiver(ctx, TopicToAddress(f.Filter), &amqp.ReceiverOptions{Credit: 500})
-		cancel()
-		if err != nil {
-			b.Log.Info("receiver refused", "client", cl.ID, "filter", f.Filter, "error", err)
-			continue
-		}
-		b.mu.Lock()
-		b.subs[f.Filter] = r
-		b.mu.Unlock()
-		go b.receive(r, f.Filter, f.Qos)
+		l.mu.Lock()
+		rs := l.subs[f.Filter]
+		delete(l.subs, f.Filter)
+		l.mu.Unlock()
+		closeAll(rs)
 	}
 }
 
-func (b *Bridge) receive(r *amqp.Receiver, topic string, qos byte) {
-	for {
-		m, err := r.Receive(context.Background(), nil)
-		if err != nil {
-			return
+// sub is one address of a subscription: its receiver and a message that
+// arrived while the attach was probed.
+type sub struct {
+	r     *amqp.Receiver
+	first *amqp.Message
+}
+
+// probeWindow: qdrouterd answers a receiver it refuses (no recv) with an
+// attach that names the source and then a detach with
+// amqp:unauthorized-access; the SUBACK waits this long for that detach.
+const probeWindow = 300 * time.Millisecond
+
+// attach opens a receiver per address on the client's connection, all at
+// once, and keeps those the router did not detach within probeWindow.
+func (b *Bridge) attach(cl *mqtt.Client, l *link, addresses []string) []*sub {
+	out := make([]*sub, len(addresses))
+	var wg sync.WaitGroup
+	for i, a := range addresses {
+		wg.Add(1)
+		go func(i int, a string) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(l.ctx, b.Timeout)
+			r, err := l.sess.NewReceiver(ctx, a, &amqp.ReceiverOptions{Credit: int32(*b.Config.ReceiveMaximum)})
+			cancel()
+			var first *amqp.Message
+			if err == nil {
+				pctx, pcancel := context.WithTimeout(l.ctx, probeWindow)
+				first, err = r.Receive(pctx, nil)
+				pcancel()
+				if errors.Is(err, context.DeadlineExceeded) {
+					err = nil
+				}
+			}
+			if err != nil {
+				b.Log.Info("receiver refused by the router", "client", cl.ID, "user", l.user, "address", a, "error", err)
+				if r != nil {
+					closeAll([]*sub{{r: r}})
+				}
+				return
+			}
+			out[i] = &sub{r: r, first: first}
+		}(i, a)
+	}
+	wg.Wait()
+	var kept []*sub
+	for _, s := range out {
+		if s != nil {
+			kept = append(kept, s)
 		}
-		_ = b.Server.Publish(topic, m.GetData(), false, qos)
-		_ = r.AcceptMessage(context.Background(), m)
 	}
-}
-
-func (b *Bridge) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
-	b.mu.Lock()
-	l := b.links[cl.ID]
-	if l != nil && !cl.IsTakenOver() {
-		delete(b.links, cl.ID)
-	} else {
-		l = nil
-	}
-	b.mu.Unlock()
-	if l != nil {
-		l.close()
-	}
-}
-
-func (l *link) close() {
-	select {
-	case <-l.done:
-	default:
-		close(l.done)
-	}
-	_ = l.conn.Close()
+	return kept
 }

@@ -1,47 +1,131 @@
+// Command enmasse-mqtt-gateway is the MQTT gateway of a standard address
+// space: enmasse-mqtt-gateway -config <file.json> (README.md).
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
+	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
-	amqp "github.com/Azure/go-amqp"
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/listeners"
 )
 
-func main() {
-	listen := flag.String("listen", "127.0.0.1:1883", "MQTT listener (plain TCP in the prototype)")
-	router := flag.String("router", "127.0.0.1:5672", "the space's router listener host:port")
-	verbose := flag.Bool("v", false, "log every refusal (level info)")
-	flag.Parse()
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
+func fail(err error) {
+	fmt.Fprintf(os.Stderr, "enmasse-mqtt-gateway: %v\n", err)
+	os.Exit(2)
+}
+
+func routerTLS(c *Config) (*tls.Config, error) {
+	if !c.RouterTLS {
+		return nil, nil
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	server := mqtt.New(&mqtt.Options{InlineClient: true, Logger: log})
-	b := &Bridge{Router: *router, Log: log, Server: server, links: map[string]*link{},
-		subs: map[string]*amqp.Receiver{}, Timeout: 10 * time.Second}
-	if err := server.AddHook(b, nil); err != nil {
-		log.Error("hook", "error", err)
-		os.Exit(1)
-	}
-	if err := server.AddListener(listeners.NewTCP(listeners.Config{ID: "mqtt", Address: *listen})); err != nil {
-		log.Error("listener", "error", err)
-		os.Exit(1)
-	}
-	go func() {
-		if err := server.Serve(); err != nil {
-			log.Error("serve", "error", err)
-			os.Exit(1)
+	t := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.RouterServerName}
+	if t.ServerName == "" {
+		host, _, _ := net.SplitHostPort(c.Routers[0])
+		t.ServerName = host
+		if len(c.Routers) > 1 {
+			t.ServerName = "" // per address: go-amqp takes the host of the URL
 		}
-	}()
+	}
+	if c.RouterCAFile != "" {
+		pem, err := os.ReadFile(c.RouterCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("router_ca_file: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("router_ca_file: %q holds no PEM certificate", c.RouterCAFile)
+		}
+		t.RootCAs = pool
+	}
+	return t, nil
+}
+
+func main() {
+	path := flag.String("config", "", "the gateway's JSON configuration file")
+	flag.Parse()
+	if *path == "" {
+		fail(fmt.Errorf("-config: is required"))
+	}
+	c, err := LoadConfig(*path)
+	if err != nil {
+		fail(err)
+	}
+	table, err := LoadTable(c.TableFile, c.Space)
+	if err != nil {
+		fail(err)
+	}
+	rtls, err := routerTLS(c)
+	if err != nil {
+		fail(err)
+	}
+	var ltls *tls.Config
+	if c.ListenTLS != "" {
+		cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+		if err != nil {
+			fail(fmt.Errorf("tls_cert_file/tls_key_file: %v", err))
+		}
+		ltls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	}
+	level := slog.LevelInfo
+	if c.LogLevel == "debug" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(filterHandler{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})}).With("space", c.Space)
+	caps := mqtt.NewDefaultServerCapabilities()
+	caps.MaximumPacketSize = uint32(*c.MaxPacketSize)
+	caps.ReceiveMaximum = uint16(*c.ReceiveMaximum)
+	caps.MaximumQos = 1
+	caps.SharedSubAvailable = 0
+	caps.MaximumSessionExpiryInterval = 0
+	// mochi's own logs go through the same filter: errors only ("info"; its
+	// warnings are every closed connection), everything with "debug"
+	mlevel := slog.LevelError
+	if c.LogLevel == "debug" {
+		mlevel = slog.LevelDebug
+	}
+	mlog := slog.New(filterHandler{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: mlevel})}).With("from", "mochi")
+	server := mqtt.New(&mqtt.Options{Logger: mlog, Capabilities: caps})
+	b := NewBridge(c, table, rtls, log)
+	b.Server = server
+	if err := server.AddHook(b, nil); err != nil {
+		fail(err)
+	}
+	if c.ListenTLS != "" {
+		if err := server.AddListener(listeners.NewTCP(listeners.Config{ID: "tls", Address: c.ListenTLS, TLSConfig: ltls})); err != nil {
+			fail(fmt.Errorf("listen_tls: %v", err))
+		}
+	}
+	if c.ListenPlain != "" {
+		if err := server.AddListener(listeners.NewTCP(listeners.Config{ID: "plain", Address: c.ListenPlain})); err != nil {
+			fail(fmt.Errorf("listen_plain: %v", err))
+		}
+	}
+	if err := server.Serve(); err != nil {
+		fail(err)
+	}
+	log.Info("started", "listen_tls", c.ListenTLS, "listen_plain", c.ListenPlain, "routers", c.Routers,
+		"addresses", len(table.Addresses))
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	<-sig
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	for s := range sig {
+		if s != syscall.SIGHUP {
+			break
+		}
+		if t, err := LoadTable(c.TableFile, c.Space); err != nil {
+			log.Error("table not reloaded: the previous one stays", "error", err)
+		} else {
+			b.SetTable(t)
+			log.Info("table reloaded", "addresses", len(t.Addresses))
+		}
+	}
+	log.Info("stopping")
 	_ = server.Close()
 }

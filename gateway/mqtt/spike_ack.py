@@ -31,8 +31,7 @@ def main(bin_dir="/tmp/mqtt-spike-bin"):
     listener = section("listener", {"name": "clients", "host": "127.0.0.1", "port": cp, "role": "normal",
                                     "authenticatePeer": False, "saslMechanisms": "ANONYMOUS"})
     mesh = RouterMesh(work, 1, extra_config={"router-0": listener}).start()
-    gw = subprocess.Popen([os.path.join(bin_dir, "gateway"), "-listen", "127.0.0.1:%d" % gp,
-                           "-router", "127.0.0.1:%d" % cp])
+    gw = spike_bench.start_gateway(bin_dir, gp, cp, tempfile.mkdtemp(prefix="mqtt-spike-gw-"))
     ok = True
     try:
         spike_bench.wait_port(cp)

@@ -48,6 +48,26 @@ def wait_port(port, timeout=20):
     raise RuntimeError("port %d never opened" % port)
 
 
+SPIKE_ADDRESSES = {"bench": "anycast", "nobody": "anycast", "idle": "anycast"}
+
+
+def start_gateway(bin_dir, listen_port, router_port, work):
+    """The gateway binary (scripts/build-mqtt-gateway.sh's enmasse-mqtt-gateway
+    in ``bin_dir``) on a plain listener in front of a plain router listener,
+    with the spikes' addresses in its table and no per-user limit."""
+    import json
+    from ansible_collections.enmasse.messaging.plugins.module_utils.mqtt import mapping
+    with open(os.path.join(work, "gateway-table.json"), "w") as f:
+        json.dump(mapping.gateway_table("spike", SPIKE_ADDRESSES), f)
+    config = {"space": "spike", "listen_plain": "127.0.0.1:%d" % listen_port,
+              "routers": ["127.0.0.1:%d" % router_port], "table_file": os.path.join(work, "gateway-table.json"),
+              "max_connections_per_user": 0, "receive_maximum": 1000}
+    with open(os.path.join(work, "gateway.json"), "w") as f:
+        json.dump(config, f)
+    return subprocess.Popen([os.path.join(bin_dir, "enmasse-mqtt-gateway"), "-config",
+                             os.path.join(work, "gateway.json")], stderr=subprocess.DEVNULL)
+
+
 def publish(port, n, qos, clients=1):
     """``clients`` mosquitto_pub processes in parallel, n messages in all."""
     start = time.time()
@@ -122,8 +142,7 @@ def main():
     try:
         mesh.start()
         wait_port(client_port)
-        procs.append(subprocess.Popen([os.path.join(args.bin, "gateway"), "-listen",
-                                       "127.0.0.1:%d" % args.gateway_port, "-router", "127.0.0.1:%d" % client_port]))
+        procs.append(start_gateway(args.bin, args.gateway_port, client_port, work))
         procs.append(subprocess.Popen(["mosquitto", "-c", os.path.join(work, "mosquitto.conf")],
                                       stderr=subprocess.DEVNULL))
         wait_port(args.gateway_port)

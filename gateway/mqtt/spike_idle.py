@@ -80,8 +80,7 @@ def main(bin_dir="/tmp/mqtt-spike-bin", n="1000"):
     mesh = RouterMesh(work, 1, extra_config={"router-0": listener}).start()
     with open(os.path.join(work, "mosquitto.conf"), "w") as f:
         f.write("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n" % mp)
-    gw = subprocess.Popen([os.path.join(bin_dir, "gateway"), "-listen", "127.0.0.1:%d" % gp,
-                           "-router", "127.0.0.1:%d" % cp])
+    gw = spike_bench.start_gateway(bin_dir, gp, cp, tempfile.mkdtemp(prefix="mqtt-spike-gw-"))
     mosq = subprocess.Popen(["mosquitto", "-c", os.path.join(work, "mosquitto.conf")], stderr=subprocess.DEVNULL)
     try:
         spike_bench.wait_port(cp)

@@ -9,8 +9,13 @@
   catalogue (model/validation.py), plus the keys site.yml adds for placement.
 
 Both return a list of messages (empty = valid), each naming the field, the
-value and the rule, so that an ``assert`` can print them all at once. The
-documentation of each filter is in the sidecar ``<filter>.yml``."""
+value and the rule, so that an ``assert`` can print them all at once.
+
+* ``without_users``: the address spaces without their ``users`` (and so
+  without their passwords), for loops: Ansible prints a loop item whole at
+  ``-v``, whatever its label.
+
+The documentation of each filter is in the sidecar ``<filter>.yml``."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -134,6 +139,21 @@ def address_spaces_errors(address_spaces, plans=None, brokers=None, routers=None
     return errors
 
 
+def without_users(address_spaces):
+    """The address spaces without their ``users`` key (copies; the input is
+    not changed)."""
+    spaces = None
+    if not isinstance(address_spaces, (str, bytes, dict)):
+        try:
+            spaces = list(address_spaces)  # selectattr and map give generators
+        except TypeError:
+            pass
+    if spaces is None or not all(isinstance(s, dict) for s in spaces):
+        raise AnsibleFilterError("without_users: %s must be a list of address spaces (mappings)"
+                                 % fmt(spaces if spaces is not None else address_spaces))
+    return [dict((k, v) for k, v in space.items() if k != "users") for space in spaces]
+
+
 class FilterModule(object):
     """enmasse.messaging model filters."""
 
@@ -141,4 +161,5 @@ class FilterModule(object):
         return {
             "space_name_errors": space_name_errors,
             "address_spaces_errors": address_spaces_errors,
+            "without_users": without_users,
         }

@@ -15,8 +15,11 @@ keeper's restore time measured and bounded - printed here as KEEPER-RESTORE,
 next converge unchanged), identity (Keycloak with PostgreSQL on a sixth
 host: each space's users and their per-address permissions through the
 routers, Keycloak stopped and started, a password change, a -vvv --diff run
-of site.yml searched for secrets), the config check and uninstall
-(molecule/router/verify.yml and the verify-*.yml playbooks it imports, one per
+of site.yml searched for secrets), the config check and uninstall, then the
+Keycloak host (HTTPS with the CA only, no plain HTTP, the management port,
+the admin's token, the secrets' files, the hardened unit, a rebuild on a
+build-time change, uninstall; the role's check mode on the fresh host in
+prepare.yml) (molecule/router/verify.yml and the verify-*.yml playbooks it imports, one per
 concern; its pass/fail rules: molecule/router/checks.py).
 Skips only when podman, molecule or an archive (router source, Artemis, Keycloak) cannot be had.
 """

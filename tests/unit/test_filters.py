@@ -26,7 +26,7 @@ def _space(name="demo", **kw):
 # ------------------------------------------------------------ FilterModule
 def test_filter_modules_export_the_documented_filters():
     assert set(fb.FilterModule().filters()) == {"artemis_password_hash", "broker_placement", "broker_layout"}
-    assert set(fm.FilterModule().filters()) == {"space_name_errors", "address_spaces_errors"}
+    assert set(fm.FilterModule().filters()) == {"space_name_errors", "address_spaces_errors", "without_users"}
     assert set(fr.FilterModule().filters()) == {"router_secret_files"}
 
 
@@ -319,3 +319,19 @@ def test_site_errors_extra_plans_are_known():
                                       "address_plans": ["brokered-queue"]}]}
     assert any("'my-plan' is not a known" in e for e in fm.address_spaces_errors(spaces))
     assert fm.address_spaces_errors(spaces, plans=plans) == []
+
+
+# ------------------------------------------------------------ without_users
+def test_without_users_drops_the_users_and_their_passwords_and_keeps_the_rest():
+    spaces = [_space("a", users=[{"name": "u", "password": "secret-pw"}], broker_host="b1"), _space("b")]
+    out = fm.without_users(spaces)
+    assert out == [_space("a", broker_host="b1"), _space("b")]
+    assert "secret-pw" not in repr(out)
+    assert spaces[0]["users"] == [{"name": "u", "password": "secret-pw"}]  # the input is not changed
+    assert fm.without_users(s for s in spaces if s["name"] == "b") == [_space("b")]  # selectattr's generator
+
+
+@pytest.mark.parametrize("bad", [None, "demo", {"name": "demo"}, [{"name": "a"}, "b"]])
+def test_without_users_refuses_what_is_not_a_list_of_spaces(bad):
+    with pytest.raises(AnsibleFilterError, match="without_users: .* must be a list of address spaces"):
+        fm.without_users(bad)

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+)
+
+// Config is the gateway's configuration file (JSON), written by the
+// mqtt_gateway role. Every field is described in README.md.
+type Config struct {
+	Space                 string   `json:"space"`
+	ListenTLS             string   `json:"listen_tls"`
+	ListenPlain           string   `json:"listen_plain"`
+	TLSCertFile           string   `json:"tls_cert_file"`
+	TLSKeyFile            string   `json:"tls_key_file"`
+	Routers               []string `json:"routers"`
+	RouterTLS             bool     `json:"router_tls"`
+	RouterCAFile          string   `json:"router_ca_file"`
+	RouterServerName      string   `json:"router_server_name"`
+	TableFile             string   `json:"table_file"`
+	MaxPacketSize         *int64   `json:"max_packet_size"`
+	ReceiveMaximum        *int64   `json:"receive_maximum"`
+	MaxConnectionsPerUser *int64   `json:"max_connections_per_user"`
+	LogLevel              string   `json:"log_level"`
+}
+
+// Defaults of the optional numeric fields.
+const (
+	DefaultMaxPacketSize         = 1048576
+	DefaultReceiveMaximum        = 32
+	DefaultMaxConnectionsPerUser = 100
+)
+
+// LoadConfig reads and validates path; the error names the field, its value and the rule.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("config %s: %v", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("config %s: %v", path, err)
+	}
+	return &c, nil
+}
+
+func hostPort(field, value string) error {
+	host, port, err := net.SplitHostPort(value)
+	if err != nil {
+		return fmt.Errorf("%s: %q must be host:port (%v)", field, value, err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%s: %q: the port must be 1..65535", field, value)
+	}
+	_ = host
+	return nil
+}
+
+func intField(field string, p *int64, def, min, max int64) (int64, error) {
+	if p == nil {
+		return def, nil
+	}
+	if *p < min || *p > max {
+		return 0, fmt.Errorf("%s: %d must be between %d and %d", field, *p, min, max)
+	}
+	return *p, nil
+}
+
+// Validate checks every field and fills the defaults.
+func (c *Config) Validate() error {
+	if c.Space == "" {
+		return fmt.Errorf("space: is required (the address space this gateway serves)")
+	}
+	if c.ListenTLS == "" && c.ListenPlain == "" {
+		return fmt.Errorf("listen_tls: %q and listen_plain: %q: at least one listener is required", c.ListenTLS, c.ListenPlain)
+	}
+	if c.ListenTLS != "" {
+		if err := hostPort("listen_tls", c.ListenTLS); err != nil {
+			return err
+		}
+		if c.TLSCertFile == "" || c.TLSKeyFile == "" {
+			return fmt.Errorf("tls_cert_file: %q, tls_key_file: %q: both are required when listen_tls is set", c.TLSCertFile, c.TLSKeyFile)
+		}
+	}
+	if c.ListenPlain != "" {
+		if err := hostPort("listen_plain", c.ListenPlain); err != nil {
+			return err
+		}
+	}
+	if len(c.Routers) == 0 {
+		return fmt.Errorf("routers: is required: a list of host:port of the space's router listener")
+	}
+	for i, r := range c.Routers {
+		if err := hostPort(fmt.Sprintf("routers[%d]", i), r); err != nil {
+			return err
+		}
+	}
+	if c.RouterCAFile != "" && !c.RouterTLS {
+		return fmt.Errorf("router_ca_file: %q is set but router_tls is false", c.RouterCAFile)
+	}
+	if c.TableFile == "" {
+		return fmt.Errorf("table_file: is required (the JSON of mapping.gateway_table)")
+	}
+	var err error
+	var v int64
+	if v, err = intField("max_packet_size", c.MaxPacketSize, DefaultMaxPacketSize, 64, 268435455); err != nil {
+		return err
+	}
+	c.MaxPacketSize = &v
+	var r int64
+	if r, err = intField("receive_maximum", c.ReceiveMaximum, DefaultReceiveMaximum, 1, 65535); err != nil {
+		return err
+	}
+	c.ReceiveMaximum = &r
+	var m int64
+	if m, err = intField("max_connections_per_user", c.MaxConnectionsPerUser, DefaultMaxConnectionsPerUser, 0, 1<<31-1); err != nil {
+		return err
+	}
+	c.MaxConnectionsPerUser = &m
+	switch c.LogLevel {
+	case "":
+		c.LogLevel = "info"
+	case "info", "debug":
+	default:
+		return fmt.Errorf("log_level: %q must be \"info\" or \"debug\"", c.LogLevel)
+	}
+	return nil
+}
