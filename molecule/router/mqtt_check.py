@@ -13,12 +13,14 @@ import json
 import socket
 import ssl
 import threading
+import time
 import uuid
 
 import paho.mqtt.client as mqtt
-from proton.utils import BlockingConnection
+from proton.reactor import Container
 
 import clients
+from dataplane import Base
 
 
 def _client(cfg, space, password=None, tls=True):
@@ -61,35 +63,96 @@ def connect(cfg, gateway, space, password=None, tls=True, timeout=20):
 
 
 def publish(c, topic, body, qos=1, timeout=20):
-    info = c.publish(topic, body, qos=qos)
-    info.wait_for_publish(timeout)
-    return info.is_published()
+    """True once the gateway answered PUBACK within ``timeout`` s; False
+    otherwise (also when the connection went away: paho raises then)."""
+    try:
+        info = c.publish(topic, body, qos=qos)
+        info.wait_for_publish(timeout)
+        return info.is_published()
+    except (RuntimeError, ValueError):
+        return False
+
+
+class _Receiver(Base):
+    """One AMQP receiver (dataplane.py's event-driven client, in a thread of
+    its own: the connection is pumped while the MQTT side works, so heartbeats
+    and credit go out; a blocking connection is not): ``attached`` once the
+    router answered the attach; ``bodies`` what arrived, accepted; it stops
+    at the first message or after ``timeout`` (closing within 5 s)."""
+
+    def __init__(self, source, address, timeout):
+        super(_Receiver, self).__init__(timeout, prefetch=10)
+        self.source, self.address = source, address
+        self.attached = threading.Event()
+        self.result = {"bodies": []}
+
+    def begin(self, event):
+        self.conn = event.container.connect(**self.source)
+        self.conns = [self.conn]
+        event.container.create_receiver(self.conn, self.address)
+
+    def on_link_opened(self, event):
+        self.attached.set()
+
+    def on_message(self, event):
+        got = event.message.body
+        self.result["bodies"].append(bytes(got).decode() if isinstance(got, (bytes, memoryview, bytearray))
+                                     else str(got))
+        self.accept(event.delivery)
+        self.stop()
+
+
+def _publish_until_puback(cfg, a, body, out, attempts=4):
+    """Connect and publish QoS 1; without PUBACK (the gateway's router has no
+    route to the address yet: an anycast sender gets no credit until the
+    receiver on the other router is known across the mesh, the gateway gives
+    up after 10 s and closes an MQTT 3.1.1 connection) connect and publish
+    again. Bounded: ``attempts`` x (connect + publish) timeouts."""
+    for attempt in range(1, attempts + 1):
+        out["attempts"] = attempt
+        c, conn_out = connect(cfg, a.gateway, a.space, timeout=10)
+        out.update(conn_out)
+        if c is None:
+            out["stage"] = "connect"
+            continue
+        out["puback"] = publish(c, a.topic, body.encode(), timeout=15)
+        try:
+            c.disconnect()
+        finally:
+            c.loop_stop()
+        if out["puback"]:
+            out.pop("stage", None)
+            return True
+        out["stage"] = "puback"
+    return False
 
 
 def to_amqp(a, cfg):
-    """An AMQP receiver on the router; an MQTT QoS 1 publish through the gateway."""
-    conn = BlockingConnection(**clients.url(a.router, a.space, cfg))
+    """An AMQP receiver on the router (attached first); an MQTT QoS 1 publish
+    through the gateway. ``stage`` names the first step that failed: attach,
+    connect, puback, received; none when all passed. Every wait is bounded."""
+    body = "mqtt-to-amqp-%s" % uuid.uuid4().hex[:8]
+    out = {"sent": body, "connected": False, "puback": False, "received": None}
+    handler = _Receiver(clients.url(a.router, a.space, cfg), a.topic, timeout=3 * a.timeout + 60)
+    thread = threading.Thread(target=Container(handler).run, daemon=True)
+    thread.start()
     try:
-        rcv = conn.create_receiver(a.topic, credit=10)
-        c, out = connect(cfg, a.gateway, a.space)
-        if c is None:
-            return out
-        body = "mqtt-to-amqp-%s" % uuid.uuid4().hex[:8]
-        out["puback"] = publish(c, a.topic, body.encode())
-        c.disconnect()
-        c.loop_stop()
-        try:
-            msg = rcv.receive(timeout=a.timeout)
-            rcv.accept()
-            got = msg.body
-            out["received"] = bytes(got).decode() if isinstance(got, (bytes, memoryview, bytearray)) else str(got)
-        except Exception as e:  # pylint: disable=broad-except
-            out["received"] = None
-            out["error"] = "%s: %s" % (type(e).__name__, e)
-        out["sent"] = body
-        return out
+        if not handler.attached.wait(a.timeout) or handler.errors:
+            return dict(out, stage="attach", errors=handler.errors)
+        if not _publish_until_puback(cfg, a, body, out):
+            return dict(out, errors=handler.errors)
+        end = time.time() + a.timeout
+        while time.time() < end and not handler.result["bodies"] and thread.is_alive():
+            time.sleep(0.1)
+        if handler.result["bodies"]:
+            out["received"] = handler.result["bodies"][0]
+        else:
+            out["stage"] = "received"
+        return dict(out, errors=handler.errors)
     finally:
-        conn.close()
+        # the handler closes after its message (5 s at most for the close) or
+        # at its own timeout; a daemon thread never keeps the process alive
+        thread.join(6)
 
 
 def to_mqtt(a, cfg):
