@@ -75,8 +75,13 @@ def publish(c, topic, body, qos=1, timeout=20):
 
 class _Receiver(Base):
     """One AMQP receiver (dataplane.py's event-driven client, in a thread of
-    its own: the connection is pumped while the MQTT side works, so heartbeats
-    and credit go out; a blocking connection is not): ``attached`` once the
+    its own: the connection is pumped while the MQTT side works). Not a
+    BlockingConnection: that one does no I/O while the MQTT publish waits,
+    but the gateway's PUBACK waits for the receiver's accept - a deadlock
+    until the router closed the silent connection (idle timeout, 16 s), the
+    delivery came back MODIFIED, the gateway dropped the MQTT 3.1.1 client
+    without PUBACK, and close() waited 60 s on the dead connection (molecule
+    /router's failure, 80 s). ``attached`` once the
     router answered the attach; ``bodies`` what arrived, accepted; it stops
     at the first message or after ``timeout`` (closing within 5 s)."""
 
