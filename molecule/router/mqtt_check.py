@@ -1,0 +1,242 @@
+"""The MQTT clients of molecule/router's verify-mqtt.yml (paho-mqtt, copied
+from the controller's test environment, against the mqtt_gateway role's
+instances; AMQP through the routers with clients.py). Each command prints one
+JSON object; the playbook asserts on it.
+
+  mqtt_check.py to-amqp  --gateway H:P --router R --space S --topic T
+  mqtt_check.py to-mqtt  --sub H:P --pub H:P --space S --topic T
+  mqtt_check.py connect  --gateway H:P --space S [--password P] [--plain]
+"""
+
+import argparse
+import json
+import socket
+import ssl
+import threading
+import time
+import uuid
+
+import paho.mqtt.client as mqtt
+from proton.reactor import Container
+
+import clients
+from dataplane import Base
+
+
+def _client(cfg, space, password=None, tls=True):
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="verify-" + uuid.uuid4().hex[:12],
+                    protocol=mqtt.MQTTv311)
+    s = cfg["spaces"][space]
+    c.username_pw_set(s["user"], s["password"] if password is None else password)
+    if tls:
+        # trust the collection's CA and check the gateway's name
+        c.tls_set(ca_certs=cfg["ca"], cert_reqs=ssl.CERT_REQUIRED)
+    return c
+
+
+def connect(cfg, gateway, space, password=None, tls=True, timeout=20):
+    """(client, {connected, reason}) after CONNACK, or the error."""
+    host, port = gateway.rsplit(":", 1)
+    c = _client(cfg, space, password, tls)
+    done, out = threading.Event(), {}
+
+    def on_connect(_c, _u, _flags, reason, _props):
+        out.update(connected=not reason.is_failure, reason=str(reason), reason_value=reason.value)
+        done.set()
+
+    def on_disconnect(_c, _u, _flags, reason, _props):
+        out.setdefault("connected", False)
+        out.setdefault("reason", str(reason))
+        done.set()
+    c.on_connect, c.on_disconnect = on_connect, on_disconnect
+    try:
+        c.connect(host, int(port), keepalive=30)
+    except (OSError, ssl.SSLError) as e:
+        return None, {"connected": False, "error": "%s: %s" % (type(e).__name__, e)}
+    c.loop_start()
+    if not done.wait(timeout):
+        out.update(connected=False, error="no CONNACK in %ss" % timeout)
+    if not out.get("connected"):
+        c.loop_stop()
+        return None, out
+    return c, out
+
+
+def publish(c, topic, body, qos=1, timeout=20):
+    """True once the gateway answered PUBACK within ``timeout`` s; False
+    otherwise (also when the connection went away: paho raises then)."""
+    try:
+        info = c.publish(topic, body, qos=qos)
+        info.wait_for_publish(timeout)
+        return info.is_published()
+    except (RuntimeError, ValueError):
+        return False
+
+
+class _Receiver(Base):
+    """One AMQP receiver (dataplane.py's event-driven client, in a thread of
+    its own: the connection is pumped while the MQTT side works). Not a
+    BlockingConnection: that one does no I/O while the MQTT publish waits,
+    but the gateway's PUBACK waits for the receiver's accept - a deadlock
+    until the router closed the silent connection (idle timeout, 16 s), the
+    delivery came back MODIFIED, the gateway dropped the MQTT 3.1.1 client
+    without PUBACK, and close() waited 60 s on the dead connection (molecule
+    /router's failure, 80 s). ``attached`` once the
+    router answered the attach; ``bodies`` what arrived, accepted; it stops
+    at the first message or after ``timeout`` (closing within 5 s)."""
+
+    def __init__(self, source, address, timeout):
+        super(_Receiver, self).__init__(timeout, prefetch=10)
+        self.source, self.address = source, address
+        self.attached = threading.Event()
+        self.result = {"bodies": []}
+
+    def begin(self, event):
+        self.conn = event.container.connect(**self.source)
+        self.conns = [self.conn]
+        event.container.create_receiver(self.conn, self.address)
+
+    def on_link_opened(self, event):
+        self.attached.set()
+
+    def on_message(self, event):
+        got = event.message.body
+        self.result["bodies"].append(bytes(got).decode() if isinstance(got, (bytes, memoryview, bytearray))
+                                     else str(got))
+        self.accept(event.delivery)
+        self.stop()
+
+
+def _publish_until_puback(cfg, a, body, out, attempts=4):
+    """Connect and publish QoS 1; without PUBACK (the gateway's router has no
+    route to the address yet: an anycast sender gets no credit until the
+    receiver on the other router is known across the mesh, the gateway gives
+    up after 10 s and closes an MQTT 3.1.1 connection) connect and publish
+    again. Bounded: ``attempts`` x (connect + publish) timeouts."""
+    for attempt in range(1, attempts + 1):
+        out["attempts"] = attempt
+        c, conn_out = connect(cfg, a.gateway, a.space, timeout=10)
+        out.update(conn_out)
+        if c is None:
+            out["stage"] = "connect"
+            continue
+        out["puback"] = publish(c, a.topic, body.encode(), timeout=15)
+        try:
+            c.disconnect()
+        finally:
+            c.loop_stop()
+        if out["puback"]:
+            out.pop("stage", None)
+            return True
+        out["stage"] = "puback"
+    return False
+
+
+def to_amqp(a, cfg):
+    """An AMQP receiver on the router (attached first); an MQTT QoS 1 publish
+    through the gateway. ``stage`` names the first step that failed: attach,
+    connect, puback, received; none when all passed. Every wait is bounded."""
+    body = "mqtt-to-amqp-%s" % uuid.uuid4().hex[:8]
+    out = {"sent": body, "connected": False, "puback": False, "received": None}
+    handler = _Receiver(clients.url(a.router, a.space, cfg), a.topic, timeout=3 * a.timeout + 60)
+    thread = threading.Thread(target=Container(handler).run, daemon=True)
+    thread.start()
+    try:
+        if not handler.attached.wait(a.timeout) or handler.errors:
+            return dict(out, stage="attach", errors=handler.errors)
+        if not _publish_until_puback(cfg, a, body, out):
+            return dict(out, errors=handler.errors)
+        end = time.time() + a.timeout
+        while time.time() < end and not handler.result["bodies"] and thread.is_alive():
+            time.sleep(0.1)
+        if handler.result["bodies"]:
+            out["received"] = handler.result["bodies"][0]
+        else:
+            out["stage"] = "received"
+        return dict(out, errors=handler.errors)
+    finally:
+        # the handler closes after its message (5 s at most for the close) or
+        # at its own timeout; a daemon thread never keeps the process alive
+        thread.join(6)
+
+
+def to_mqtt(a, cfg):
+    """An MQTT subscriber on one instance, a publisher on another (one endpoint)."""
+    got, event = [], threading.Event()
+    sub, out = connect(cfg, a.sub, a.space)
+    if sub is None:
+        return {"subscriber": out}
+
+    def on_message(_c, _u, m):
+        got.append(m.payload.decode())
+        event.set()
+    sub.on_message = on_message
+    suback = threading.Event()
+    sub.on_subscribe = lambda *args: suback.set()
+    sub.subscribe(a.topic, qos=1)
+    result = {"suback": suback.wait(a.timeout)}
+    pub, pout = connect(cfg, a.pub, a.space)
+    if pub is None:
+        return dict(result, publisher=pout)
+    body = "mqtt-to-mqtt-%s" % uuid.uuid4().hex[:8]
+    # the subscriber's address reaches the other routers within a few seconds
+    # (router advertisements): publish again until it arrives, at most 5 times
+    for attempt in range(1, 6):
+        result.update(puback=publish(pub, a.topic, body.encode()), attempts=attempt)
+        if event.wait(3):
+            break
+    for c in (pub, sub):
+        c.disconnect()
+        c.loop_stop()
+    return dict(result, sent=body, received=got)
+
+
+def plain(a):
+    """Plain TCP to the gateway's host on the MQTT plain port: refused (nothing listens)."""
+    host, port = a.gateway.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+        return {"listening": True}
+    except ConnectionRefusedError:
+        return {"listening": False, "error": "connection refused"}
+    except OSError as e:
+        return {"listening": False, "error": str(e)}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("to-amqp")
+    s.add_argument("--gateway", required=True)
+    s.add_argument("--router", required=True)
+    s = sub.add_parser("to-mqtt")
+    s.add_argument("--sub", required=True)
+    s.add_argument("--pub", required=True)
+    s = sub.add_parser("connect")
+    s.add_argument("--gateway", required=True)
+    s.add_argument("--password")
+    s = sub.add_parser("plain")
+    s.add_argument("--gateway", required=True)
+    for name in ("to-amqp", "to-mqtt", "connect", "plain"):
+        s = sub.choices[name]
+        s.add_argument("--space", default="tenant-a")
+        s.add_argument("--topic", default="greetings")
+        s.add_argument("--timeout", type=float, default=20)
+    a = p.parse_args()
+    cfg = clients.config()
+    if a.cmd == "to-amqp":
+        out = to_amqp(a, cfg)
+    elif a.cmd == "to-mqtt":
+        out = to_mqtt(a, cfg)
+    elif a.cmd == "plain":
+        out = plain(a)
+    else:
+        c, out = connect(cfg, a.gateway, a.space, password=a.password)
+        if c is not None:
+            c.disconnect()
+            c.loop_stop()
+    print(json.dumps(out, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
