@@ -94,22 +94,34 @@ func (s *RetainStore) reset() {
 // returns once the broker accepted it (durable, unsettled). The lock is
 // held only to get the connection and the sender: sends of several clients
 // are in flight together (go-amqp links are safe for concurrent use).
+//
+// A send that fails on a link or connection the store had open before (the
+// broker restarted: the router detaches the routed link with
+// qd:routed-link-lost) is tried once more on a fresh connection. Sending
+// twice is harmless: the queue keeps the last value per topic.
 func (s *RetainStore) Put(topic string, payload []byte, qos byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
 	defer cancel()
-	sess, sender, err := s.link(ctx)
-	if err != nil {
-		return err
-	}
 	m := amqp.NewMessage(payload)
 	m.Header = &amqp.MessageHeader{Durable: true}
 	m.ApplicationProperties = map[string]any{RetainKey: topic}
 	m.Annotations = amqp.Annotations{annotationQos: int32(qos), annotationRetain: true}
-	if err := sender.Send(ctx, m, nil); err != nil {
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		var sess *amqp.Session
+		var sender *amqp.Sender
+		if sess, sender, err = s.link(ctx); err != nil {
+			return err
+		}
+		if err = sender.Send(ctx, m, nil); err == nil {
+			return nil
+		}
 		s.drop(sess)
-		return fmt.Errorf("retained store: %v", err)
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	return nil
+	return fmt.Errorf("retained store: %v", err)
 }
 
 // link returns the session and the queue's sender, dialing when needed.
