@@ -89,6 +89,10 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.standard import 
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard.service import StandardService
 
 
+def _queue(move):
+    return "%s/%s" % (move["address_space"], move["address"])
+
+
 def main():
     module = runner.new_module(dict(
         broker=dict(type="str", required=True),
@@ -104,11 +108,9 @@ def main():
         result = mover.drain(StandardService(infra), infra, p["broker"], check_mode=module.check_mode,
                              timeout=p["timeout"], idle=p["idle"])
         if module._diff:
-            before = dict(("%s/%s" % (m["address_space"], m["address"]), m["count"]) for m in result["moves"])
-            after = {} if module.check_mode else dict(
-                (k, v - m.get("moved", 0)) for (k, v), m in zip(before.items(), result["moves"]))
-            result["diff"] = {"before": {p["broker"]: before},
-                              "after": {p["broker"]: dict((k, v) for k, v in after.items() if v)}}
+            left = [] if module.check_mode else [m for m in result["moves"] if m["count"] > m.get("moved", 0)]
+            result["diff"] = {"before": {p["broker"]: dict((_queue(m), m["count"]) for m in result["moves"])},
+                              "after": {p["broker"]: dict((_queue(m), m["count"] - m["moved"]) for m in left)}}
         return result
 
     runner.run_module(module, action)

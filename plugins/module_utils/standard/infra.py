@@ -238,12 +238,11 @@ def space_names(infra):
 def other_ports(infra, space):
     """The listener ports the other standard spaces of this infrastructure hold."""
     used = {}
-    for path in glob.glob(os.path.join(infra["ledger_dir"], "*.json")):
-        name = os.path.basename(path)[:-len(".json")]
+    for name in space_names(infra):
         if name == space:
             continue
         try:
-            led = SpaceLedger.load(path)
+            led = load_ledger(infra, name)
         except Exception:  # pylint: disable=broad-except
             continue  # an unreadable ledger of another space holds no port we can know
         port = (led.space or {}).get("port")

@@ -56,7 +56,7 @@ def plan_moves(space, ledger, broker, active, live):
         if a["type"] == "subscription":  # a queue of the topic's (multicast) address
             fqqn = "%s::%s" % (_ent.internal(space, a["topic"]), queue)
         out.append({"address_space": space, "address": name, "type": a["type"], "source": fqqn,
-                    "target": fqqn, "to": home[0], "count": count})
+                    "target": fqqn, "from": broker, "to": home[0], "count": count})
     return out
 
 
@@ -143,9 +143,7 @@ def drain(service, infra, broker, check_mode=False, timeout=30, idle=2.0, load_l
     steps = []
     for space in sorted(spaces if spaces is not None else _infra.space_names(infra)):
         live = service.read_brokers(space).get(broker) or {}
-        for step in plan_moves(space, load_ledger(space), broker, active, live):
-            step["from"] = broker
-            steps.append(step)
+        steps.extend(plan_moves(space, load_ledger(space), broker, active, live))
     if check_mode or not steps:
         return {"changed": bool(steps), "moves": steps, "messages": sum(s["count"] for s in steps)}
     source = connect(service.brokers[broker], timeout)
