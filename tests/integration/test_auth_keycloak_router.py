@@ -111,21 +111,22 @@ def link_refused(make):
     assert "unauthorized" in str(info.value)
 
 
-def send_and_receive(sender_conn, receiver_conn, address, body):
+def send_and_receive(sender_conn, receiver_conn, address, body, timeout=30):
     """A pre-settled message from one connection to the other. A blocking
-    connection does I/O only while it is waited on: each side is worked
-    until its frames are out."""
+    connection does I/O only while it is worked: both are worked in turn until
+    the message arrives (the sender gets its credit only after the router has
+    seen the receiver's, which took more than a second in a loaded CI run)."""
     from proton import Message
     from proton.reactor import AtMostOnce
     receiver = receiver_conn.create_receiver(address, credit=10)
-    for unused in range(3):   # put the receiver's credit on the wire before the other connection sends
-        receiver_conn.container.do_work(0.2)
     sender = sender_conn.create_sender(address, options=AtMostOnce())
     sender.send(Message(body=body))
-    for unused in range(3):   # and the message (pre-settled: send() does not wait for it)
-        sender_conn.container.do_work(0.2)
-    got = receiver.receive(timeout=30)
-    return got.body
+    deadline = time.time() + timeout
+    while not receiver.fetcher.has_message:
+        assert time.time() < deadline, "%r did not arrive on %r within %ss" % (body, address, timeout)
+        sender_conn.container.do_work(0.05)
+        receiver_conn.container.do_work(0.05)
+    return receiver.receive(timeout=1).body
 
 
 # ------------------------------------------------------------ the right password, the granted addresses

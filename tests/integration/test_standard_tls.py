@@ -150,7 +150,8 @@ def test_a_router_trusting_another_ca_for_the_auth_service_refuses_its_clients(e
     ep = endpoint(env, "tls-w")
     err = refusal("amqps://127.0.0.1:%d" % ep["port"], ssl_domain=env.client_domain())
     with open(env.auth_service.dir + "/service.log") as f:
-        assert "tls-w" not in f.read()
+        # the realm, not the bare name: the service's own temporary path can hold "tls-w" (a CI run's did)
+        assert "realm 'tls-w'" not in f.read()
     # the same client, user and password get in where the router trusts the right CA
     conn = connect("amqps://127.0.0.1:%d" % endpoint(env, "tls-s")["port"], ssl_domain=env.client_domain())
     conn.close()
