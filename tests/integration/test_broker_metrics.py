@@ -1,0 +1,78 @@
+"""The broker role's metrics endpoint on a real Artemis 2.40 with the real
+Prometheus JMX exporter agent (tests/integration/broker_metrics.py runs the
+role's tasks): with the generated credentials a scrape over HTTPS (verified
+with the CA) returns the depth of a queue we filled; without credentials,
+with a wrong password and in plain HTTP it is refused; the host's agent
+configuration holds no clear password."""
+import re
+import time
+import urllib.error
+
+import pytest
+
+import amqp_checks
+import broker_metrics
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(broker_metrics.missing() is not None, reason=str(broker_metrics.missing()))]
+
+
+@pytest.fixture(scope="module")
+def metrics(tmp_path_factory):
+    m = broker_metrics.start(str(tmp_path_factory.mktemp("broker-metrics")))
+    try:
+        yield m
+    finally:
+        m["broker"].stop()
+
+
+def _value(body, name, **labels):
+    for line in body.splitlines():
+        mm = re.match(r"^%s\{(.*)\} (\S+)$" % re.escape(name), line)
+        if mm and all('%s="%s"' % kv in mm.group(1) for kv in labels.items()):
+            return float(mm.group(2))
+    return None
+
+
+def test_scrape_with_the_generated_credentials_returns_the_queue_depth(metrics):
+    broker = metrics["broker"]
+    broker.create_by_hand("metrics.orders")
+    conn = amqp_checks.connect(broker.amqp_url())
+    try:
+        amqp_checks.send(conn, "metrics.orders", count=7, durable=True)
+    finally:
+        conn.close()
+    body = broker_metrics.scrape(metrics["url"], metrics["ca"], metrics["user"], metrics["password"])
+    assert _value(body, "artemis_message_count", queue="metrics.orders", address="metrics.orders") == 7.0
+    assert _value(body, "artemis_consumer_count", queue="metrics.orders") == 0.0
+    assert _value(body, "artemis_global_max_size_bytes", broker=broker.name) > 0
+    assert _value(body, "artemis_address_memory_usage_bytes", broker=broker.name) > 0
+    # the disk monitor (disk-scan-period 5 s) fills it in after its first scan
+    deadline, ratio = time.monotonic() + 30, 0.0
+    while not ratio and time.monotonic() < deadline:
+        time.sleep(1)
+        ratio = _value(broker_metrics.scrape(metrics["url"], metrics["ca"], metrics["user"], metrics["password"]),
+                       "artemis_disk_store_usage_ratio", broker=broker.name)
+    assert 0 < ratio < 1, ratio
+    assert _value(body, "artemis_max_disk_usage_percent", broker=broker.name) == 90.0
+    # the rules keep the scrape small: no other MBean attribute is exported
+    names = {re.match(r"^([a-z_:]+)", ln).group(1) for ln in body.splitlines() if ln and not ln.startswith("#")}
+    assert {n for n in names if n.startswith("org_apache")} == set()
+    assert metrics["ports"] == [metrics["port"]]
+
+
+@pytest.mark.parametrize("user, password", [(None, None), ("prometheus", "wrong"), ("admin", "x")])
+def test_scrape_without_or_with_wrong_credentials_is_refused(metrics, user, password):
+    if user == "admin":
+        password = metrics["password"]  # the right password with another user
+    with pytest.raises(urllib.error.HTTPError) as e:
+        broker_metrics.scrape(metrics["url"], metrics["ca"], user, password)
+    assert e.value.code == 401
+
+
+def test_plain_http_is_refused_and_the_config_holds_no_clear_password(metrics):
+    with pytest.raises(Exception) as e:  # noqa: PT011 - any failure: TLS only
+        broker_metrics.scrape(metrics["url"].replace("https:", "http:"), metrics["ca"],
+                              metrics["user"], metrics["password"])
+    assert not isinstance(e.value, AssertionError)
+    assert metrics["password"] not in open(metrics["config"]).read()
