@@ -4,14 +4,17 @@ role's tasks): with the generated credentials a scrape over HTTPS (verified
 with the CA) returns the depth of a queue we filled; without credentials,
 with a wrong password and in plain HTTP it is refused; the host's agent
 configuration holds no clear password."""
+import os
 import re
 import time
 import urllib.error
 
 import pytest
+import yaml
 
 import amqp_checks
 import broker_metrics
+import helpers
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(broker_metrics.missing() is not None, reason=str(broker_metrics.missing()))]
@@ -76,3 +79,23 @@ def test_plain_http_is_refused_and_the_config_holds_no_clear_password(metrics):
                               metrics["user"], metrics["password"])
     assert not isinstance(e.value, AssertionError)
     assert metrics["password"] not in open(metrics["config"]).read()
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"broker_metrics_port": 5772}, "gives the instances the metrics ports [5772, 5872]"),
+    ({"broker_metrics_agent_src": "/etc/hostname"}, "broker_metrics_agent_src=/etc/hostname must be a file"),
+])
+def test_prereqs_refuse_a_port_clash_and_a_wrong_offline_jar(extra, message):
+    """The role's own checks (prereqs.yml), before any host is touched: a metrics
+    port on an acceptor's port (instance b's AMQP is 5672 + 100), a jar whose
+    sha512 is not broker_metrics_agent_checksum."""
+    pre = yaml.safe_load(open(os.path.join(helpers.ROLE_DIR, "tasks", "prereqs.yml")))
+    tasks = [{"name": "layout", "ansible.builtin.include_role": {
+        "name": "enmasse.messaging.broker", "tasks_from": "layout", "public": True}}]
+    tasks += [t for t in pre if "metrics" in t["name"]]
+    res = helpers.run_playbook(tasks, extra_vars=dict({
+        "broker_address_spaces": [{"name": "a", "plan": "p"}, {"name": "b", "plan": "p"}],
+        "broker_metrics_enabled": True, "broker_metrics_agent_src": broker_metrics.agent_jar()}, **extra))
+    msgs = [h.get("msg", "") for p in res.data.get("plays", []) for t in p["tasks"] for h in t["hosts"].values()
+            if h.get("failed")]
+    assert res.rc != 0 and len(msgs) == 1 and message in msgs[0], res
