@@ -15,6 +15,7 @@ import yaml
 import amqp_checks
 import broker_metrics
 import helpers
+import tls_pki
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(broker_metrics.missing() is not None, reason=str(broker_metrics.missing()))]
@@ -99,3 +100,27 @@ def test_prereqs_refuse_a_port_clash_and_a_wrong_offline_jar(extra, message):
     msgs = [h.get("msg", "") for p in res.data.get("plays", []) for t in p["tasks"] for h in t["hosts"].values()
             if h.get("failed")]
     assert res.rc != 0 and len(msgs) == 1 and message in msgs[0], res
+
+
+def test_metrics_tasks_idempotent_0640_and_removed_when_off(tmp_path):
+    """The role's metrics tasks a second time change nothing (deterministic salt,
+    the key store compared, not remade); the files are 0640; turning metrics off
+    removes the agent config and the key store."""
+    base = str(tmp_path)
+    os.makedirs(os.path.join(base, "instance", "etc"))
+    tls = os.path.join(base, "tls")
+    tls_pki.broker_tls_dir(tls)
+    ports = {"amqp": 15672, "core": 15616, "openwire": 15617, "stomp": 15613, "mqtt": 11883, "jolokia": 18161}
+    extra = {"broker_address_spaces": [{"name": "instance", "plan": "p", "port_offset": 0}], "broker_ports": ports,
+             "broker_instances_dir": base, "broker_credentials_dir": os.path.join(base, "c"), "broker_tls_dir": tls,
+             "broker_download_dir": base, "broker_group": "root", "broker_metrics_enabled": True,
+             "broker_metrics_agent_src": broker_metrics.agent_jar(), "__broker_restart_spaces": []}
+    tasks = [{"name": n, "ansible.builtin.include_role": {"name": "enmasse.messaging.broker", "tasks_from": n,
+                                                          "public": True}} for n in ("layout", "metrics")]
+    files = [os.path.join(base, "instance", "etc", "jmx-exporter.yml"), os.path.join(tls, "metrics.p12")]
+    first, second = (helpers.run_playbook(tasks, extra_vars=extra) for _ in range(2))
+    assert first.rc == 0 and first.stats["changed"] == 3, first  # jar, key store, agent config
+    assert second.rc == 0 and second.stats["changed"] == 0, second
+    assert [oct(os.stat(f).st_mode & 0o777) for f in files] == ["0o640", "0o640"]
+    off = helpers.run_playbook(tasks, extra_vars=dict(extra, broker_metrics_enabled=False))
+    assert off.rc == 0 and not any(os.path.exists(f) for f in files), off
