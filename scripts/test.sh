@@ -67,6 +67,13 @@ if [ ! -f "$ARTEMIS_TGZ" ]; then
 fi
 export ENMASSE_ARTEMIS_ARCHIVE="$ARTEMIS_TGZ"
 
+log "jmx_prometheus_javaagent 1.0.1: local Maven cache (roles/broker's metrics agent, offline path)"
+JMX_AGENT_JAR="$HOME/.m2/repository/io/prometheus/jmx/jmx_prometheus_javaagent/1.0.1/jmx_prometheus_javaagent-1.0.1.jar"
+if [ ! -f "$JMX_AGENT_JAR" ]; then
+  mvn -q dependency:get -Dartifact="io.prometheus.jmx:jmx_prometheus_javaagent:1.0.1" -Dtransitive=false
+fi
+export ENMASSE_JMX_EXPORTER_JAR="$JMX_AGENT_JAR"
+
 log "keycloak 26.4.7: local Maven cache (tests/integration/keycloak_server.py builds it once into ~/.cache)"
 KEYCLOAK_TGZ="$HOME/.m2/repository/org/keycloak/keycloak-quarkus-dist/26.4.7/keycloak-quarkus-dist-26.4.7.tar.gz"
 if [ ! -f "$KEYCLOAK_TGZ" ]; then

@@ -20,6 +20,8 @@ import yaml
 
 from ansible_collections.enmasse.messaging.plugins.filter import monitoring as fmon
 
+import broker_metrics
+
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(not (shutil.which("prometheus") and shutil.which("prometheus-alertmanager")),
@@ -61,15 +63,17 @@ def _wait(what, probe, timeout=90):
     raise AssertionError("%s: not seen in %ss (last: %r)" % (what, timeout, last))
 
 
-@pytest.fixture
-def monitoring(tmp_path):
+def _start(tmp_path, jobs=(), groups=None, hostvars=None):
+    """Prometheus and Alertmanager with the role's rendered configuration:
+    the jobs prometheus (itself, up) and down (a closed port) plus ``jobs``."""
     prom, am, closed = _port(), _port(), _port()
     defaults = yaml.safe_load(open(os.path.join(ROLE, "defaults", "main.yml")))
     jobs = [{"name": "prometheus", "group": "monitoring", "port": prom, "scheme": "http"},
-            {"name": "down", "group": "monitoring", "port": closed, "scheme": "http"}]
+            {"name": "down", "group": "monitoring", "port": closed, "scheme": "http"}] + list(jobs)
+    groups = dict(groups or {}, monitoring=["127.0.0.1"])
     vars_ = dict(defaults, ansible_managed="test", monitoring_alertmanager_port=am,
                  monitoring_scrape_interval="1s", monitoring_evaluation_interval="1s",
-                 monitoring_scrape_configs=fmon.monitoring_scrape_configs(jobs, {"monitoring": ["127.0.0.1"]}))
+                 monitoring_scrape_configs=fmon.monitoring_scrape_configs(jobs, groups, hostvars))
     rules = re.sub(r"(?m)^(\s+for:) \S+$", r"\1 3s", open(os.path.join(ROLE, "files", "enmasse-alerts.yml")).read())
     conf = tmp_path / "prometheus.yml"
     conf.write_text(_render("prometheus.yml.j2", vars_).replace("/etc/prometheus/enmasse-alerts.yml",
@@ -89,12 +93,23 @@ def monitoring(tmp_path):
                           "--web.listen-address=127.0.0.1:%d" % prom, "--web.config.file=%s" % (tmp_path / "web.yml")],
                          stdout=open(tmp_path / "prom.log", "w"), stderr=subprocess.STDOUT),
     ]
+    return {"prom": "http://127.0.0.1:%d" % prom, "am": "http://127.0.0.1:%d" % am, "closed": closed,
+            "procs": procs, "conf": conf}
+
+
+def _stop(mon):
+    for p in mon["procs"]:
+        p.terminate()
+        p.wait(timeout=30)
+
+
+@pytest.fixture
+def monitoring(tmp_path):
+    mon = _start(tmp_path)
     try:
-        yield {"prom": "http://127.0.0.1:%d" % prom, "am": "http://127.0.0.1:%d" % am, "closed": closed}
+        yield mon
     finally:
-        for p in procs:
-            p.terminate()
-            p.wait(timeout=30)
+        _stop(mon)
 
 
 def test_every_target_scraped_and_target_down_alert_fires(monitoring):
@@ -119,3 +134,36 @@ def test_every_target_scraped_and_target_down_alert_fires(monitoring):
 
     got = _wait("EnmasseTargetDown active in Alertmanager", active)
     assert got[0]["labels"]["instance"] == "127.0.0.1:%d" % monitoring["closed"]
+
+
+@pytest.mark.skipif(broker_metrics.missing() is not None, reason=str(broker_metrics.missing()))
+def test_broker_target_up_with_the_role_job(tmp_path):
+    """The role's default brokers job (basic auth from a password file, https
+    verified with the CA, one target per instance from broker_metrics_ports)
+    against a real Artemis whose agent the broker role's tasks configured;
+    only the two paths the role's config.yml would copy the files to differ."""
+    m = broker_metrics.start(str(tmp_path / "broker"))
+    try:
+        job = dict(next(j for j in yaml.safe_load(open(os.path.join(ROLE, "defaults", "main.yml")))["monitoring_jobs"]
+                        if j["name"] == "brokers"), ca_file=m["ca"], password_file=m["password_file"])
+        mon = _start(tmp_path, [job], {"brokers": ["127.0.0.1"]},
+                     {"127.0.0.1": {job["ports_var"]: m["ports"]}})
+        try:
+            assert m["password"] not in mon["conf"].read_text()
+
+            def broker_up():
+                res = _get(mon["prom"] + '/api/v1/query?query=up{job="brokers"}')["data"]["result"]
+                return res if res and res[0]["value"][1] == "1" else None
+
+            got = _wait("up == 1 for the broker target", broker_up)
+            assert got[0]["metric"]["instance"] == "127.0.0.1:%d" % m["port"]
+
+            def depth():
+                q = '/api/v1/query?query=artemis_message_count{job="brokers"}'
+                return _get(mon["prom"] + q)["data"]["result"] or None
+
+            _wait("artemis_message_count scraped", depth)
+        finally:
+            _stop(mon)
+    finally:
+        m["broker"].stop()

@@ -59,6 +59,12 @@ def test_targets_every_host_of_each_group_once_sorted_and_empty_groups_left_out(
     ({"name": "x", "group": "g", "port": 1, "scheme": "http", "metrics_path": "m"}, "metrics_path"),
     ({"name": "x", "group": "g", "port": 1, "scheme": "http", "passwd": "p"}, "monitoring_jobs[0].passwd: unknown"),
     ("x", "must be a mapping"),
+    ({"name": "x", "group": "g", "port": 1, "ports_var": "p", "scheme": "http"}, "port and ports_var exclude"),
+    ({"name": "x", "group": "g", "ports_var": "a b", "scheme": "http"}, "monitoring_jobs[0].ports_var: 'a b'"),
+    ({"name": "x", "group": "g", "port": 1, "ca_file": CA, "cert_file": "/c"}, "cert_file and key_file go together"),
+    ({"name": "x", "group": "g", "port": 1, "scheme": "http", "cert_file": "/c", "key_file": "/k"},
+     "a client certificate needs scheme https"),
+    ({"name": "x", "group": "g", "port": 1, "scheme": "http", "password_src": "/p"}, "password_src: needs password_file"),
 ])
 def test_bad_job_fails_naming_field_and_value(job, message):
     with pytest.raises(AnsibleFilterError) as e:
@@ -72,6 +78,27 @@ def test_every_bad_job_named_and_a_name_twice():
         fmon.monitoring_scrape_configs(jobs, GROUPS)
     assert "monitoring_jobs[1].name: 'a' is given twice" in str(e.value)
     assert "monitoring_jobs[2].port: 0" in str(e.value)
+
+
+def test_ports_var_gives_every_port_of_every_host_and_client_certificate():
+    """Brokers: one target per Artemis instance from the host variable the broker
+    role publishes; routers: the client certificate Prometheus presents."""
+    jobs = [{"name": "brokers", "group": "routers", "ports_var": "broker_metrics_ports", "ca_file": CA,
+             "username": "prometheus", "password_file": "/etc/prometheus/b.password", "password_src": "/c/b"},
+            {"name": "routers", "group": "brokers", "port": 9443, "ca_file": CA,
+             "cert_file": "/etc/prometheus/c.pem", "key_file": "/etc/prometheus/c.key"}]
+    hostvars = {"r1": {"broker_metrics_ports": [9504, 9404]}, "r2": {"broker_metrics_ports": ["9404"]}}
+    out = fmon.monitoring_scrape_configs(jobs, GROUPS, hostvars)
+    assert out[0]["static_configs"] == [{"targets": ["r1:9504", "r1:9404", "r2:9404"]}]
+    assert out[0]["basic_auth"] == {"username": "prometheus", "password_file": "/etc/prometheus/b.password"}
+    assert "password_src" not in str(out)
+    assert out[1]["tls_config"] == {"ca_file": CA, "cert_file": "/etc/prometheus/c.pem",
+                                    "key_file": "/etc/prometheus/c.key"}
+    # no host publishes ports (metrics off): the job is left out
+    assert [j["job_name"] for j in fmon.monitoring_scrape_configs(jobs, GROUPS, {})] == ["routers"]
+    with pytest.raises(AnsibleFilterError) as e:
+        fmon.monitoring_scrape_configs(jobs, GROUPS, {"r1": {"broker_metrics_ports": [0]}})
+    assert "monitoring_jobs[0].ports_var: broker_metrics_ports of host r1: 0 is not a port" in str(e.value)
 
 
 @pytest.mark.parametrize("jobs, groups", [("x", GROUPS), ([], [])])
