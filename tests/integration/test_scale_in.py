@@ -229,3 +229,37 @@ def test_scale_in_with_clients_running_loses_no_accepted_message(env):
           % (drained_in, len(clients.accepted["work"]), len(clients.accepted["idle"]),
              len(got_work) - len(set(got_work)) + len(idle) - len(set(idle)), len(clients.errors), clients.errors[:3]))
     assert lost == {"work": [], "idle": [], "news": []}, dict((k, v[:10]) for k, v in lost.items())
+
+
+# ------------------------------------------------------------- the checks of scale_in.yml, before any host
+
+STANDARD = {"name": "s1", "type": "standard", "plan": "standard-small", "addresses": []}
+SHOP = {"name": "shop", "type": "brokered", "plan": "brokered-single-broker", "broker_host": "b2", "addresses": []}
+
+
+@pytest.mark.parametrize("brokers,extra,words", [
+    (["b1", "b2"], {"scale_in_broker": "b2"},
+     "the pool would keep 1 active broker(s) (b1), fewer than the floor scale_in_min_brokers 2"),
+    (["b1", "b2"], {"scale_in_broker": "b1", "scale_in_min_brokers": 2},
+     "the pool would keep 1 active broker(s) (b2)"),
+    (["b1", "b2", "b3"], {"scale_in_broker": "b9"}, "scale_in_broker: 'b9' is not a host of the group brokers (b1, b2, b3)"),
+    (["b1", "b2", "b3"], {}, "scale_in_broker: not set"),
+    (["b1", "b2", "b3"], {"scale_in_broker": "b2", "address_spaces": [STANDARD, SHOP]},
+     "'b2' also runs the brokered address space(s) shop, which do not move"),
+], ids=["floor", "floor-explicit", "unknown-host", "unset", "brokered-space-on-it"])
+def test_scale_in_refuses_before_touching_a_host(tmp_path, brokers, extra, words):
+    """playbooks/scale_in.yml stops at its checks (the model's rules, day2.scale_in_errors) before
+    site.yml: no play after them runs, in check mode or not."""
+    import subprocess
+    import helpers
+    inv = tmp_path / "hosts.ini"
+    inv.write_text("[brokers]\n%s\n[routers]\nr1 ansible_connection=local\n"
+                   % "\n".join("%s ansible_connection=local" % b for b in brokers))
+    ev = dict({"address_spaces": [STANDARD], "ansible_python_interpreter": os.sys.executable}, **extra)
+    (tmp_path / "vars.json").write_text(json.dumps(ev))
+    proc = subprocess.run(["ansible-playbook", "-i", str(inv), os.path.join(REPO, "playbooks", "scale_in.yml"),
+                           "-e", "@%s" % (tmp_path / "vars.json"), "--check"],
+                          capture_output=True, text=True, env=helpers._env(), timeout=300, check=False)
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    assert words in proc.stdout, proc.stdout[-3000:]
+    assert "PLAY [Brokers - ActiveMQ Artemis" not in proc.stdout  # site.yml never started
