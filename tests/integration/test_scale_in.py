@@ -11,6 +11,7 @@ does, from ``standard_pool_state``) and stops the broker process (the broker
 role's uninstall does)."""
 import json
 import os
+import re
 import tempfile
 import threading
 import time
@@ -50,25 +51,25 @@ def env():
     e.cleanup()
 
 
-def space_args(env, **kw):
-    out = env.module_args(catalogue_path=env.catalogue_path, connection_file=env.connection_file(SPACE))
+def space_args(env, space=SPACE, **kw):
+    out = env.module_args(catalogue_path=env.catalogue_path, connection_file=env.connection_file(space))
     out.update(kw)
     return out
 
 
-def connect(env, router):
-    with open(env.connection_file(SPACE)) as f:
+def connect(env, router, space=SPACE):
+    with open(env.connection_file(space)) as f:
         port = json.load(f)["endpoints"][router]["port"]
     return BlockingConnection(env.client_url(port), timeout=15, **env.client_kwargs())
 
 
-def broker_counts(env, idx):
+def broker_counts(env, idx, space=SPACE):
     """{queue: message count} of the space on pool broker ``idx``."""
     from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import reader
     from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.client import JolokiaClient
     b = env.brokers[idx]
     unused, live = reader.read_live(JolokiaClient(b.management_url, b.management_user, b.management_password), b.name)
-    return dict((n, e.get("message_count")) for n, e in live.items() if n.startswith(SPACE + "/"))
+    return dict((n, e.get("message_count")) for n, e in live.items() if n.startswith(space + "/"))
 
 
 class Clients(object):
@@ -136,10 +137,10 @@ class Clients(object):
             t.join(60)
 
 
-def play(env, tasks_file, name, addresses, check=False):
+def play(env, tasks_file, name, addresses, check=False, space=SPACE, timeout=120):
     extra = {"__scale_in_name": name, "scale_in_infrastructure_file": env.infra_file,
-             "__scale_in_spaces": [{"name": SPACE, "type": "standard", "addresses": addresses}],
-             "scale_in_timeout": 120, "scale_in_delay": 2, "scale_in_idle": 1.0}
+             "__scale_in_spaces": [{"name": space, "type": "standard", "addresses": addresses}],
+             "scale_in_timeout": timeout, "scale_in_delay": 2, "scale_in_idle": 1.0}
     return run_playbook([{"name": "scale in", "ansible.builtin.include_tasks": os.path.join(TASKS, tasks_file)}],
                         extra_vars=extra, check=check, timeout=600)
 
@@ -147,6 +148,48 @@ def play(env, tasks_file, name, addresses, check=False):
 def connectors(env):
     with env.session() as s:
         return sorted(r["name"] for r in s.query("org.apache.qpid.dispatch.connector", ["name"]))
+
+
+def test_scale_in_times_out_naming_what_is_left_and_a_second_run_resumes(env):
+    """A consumer that holds a message without settling it keeps it on the
+    leaving broker: the wait ends after scale_in_timeout with a failure naming
+    the queue and its count, and nothing is stopped or released. Once that
+    consumer is gone, running again finishes the job; every message arrives."""
+    space = "tenant-st"
+    addrs = [{"address": "slow", "type": "queue", "plan": "standard-small-queue"}]
+    assert run_module("address_space", space_args(env, space, name=space, type="standard", plan="standard-unlimited",
+                                                  authentication_service=ANON)).rc == 0
+    res = run_module("address", space_args(env, space, address_space=space, addresses=addrs, prune=True))
+    assert res.rc == 0, res.result
+    (leaving,) = res.result["addresses"][0]["status"]["brokers"]
+    idx = [b.name for b in env.brokers].index(leaving)
+    c = connect(env, 0, space)
+    snd = c.create_sender("slow")
+    for i in range(5):
+        snd.send(Message(id="slow-%d" % i, body="slow-%d" % i, durable=True))
+    c.close()
+    holder = connect(env, 1, space)
+    rcv = holder.create_receiver("slow", credit=1)
+    held = rcv.receive(timeout=15)  # never settled while the scale in waits
+    env.draining = frozenset([leaving])
+    env.write_infra()
+    try:
+        res = play(env, "scale_in_drain.yml", leaving, addrs, space=space, timeout=6)
+        assert res.rc != 0, res
+        assert re.search(r"still holds messages after 6 s: %s/slow: [1-5]\. Nothing is stopped" % space, res.stdout), res.stdout[-3000:]
+        assert "run scale_in.yml again to resume" in res.stdout
+        assert "%s/slow" % space in broker_counts(env, idx, space)  # not released
+        holder.close()  # the consumer goes away: the router gives its message back to the leaving broker
+        res = play(env, "scale_in_drain.yml", leaving, addrs, space=space)
+        assert res.rc == 0, res
+        assert broker_counts(env, idx, space) == {}
+    finally:
+        env.draining = frozenset()
+        env.write_infra()
+    c = connect(env, 0, space)
+    got = drain(c, "slow", 10, timeout=15)
+    c.close()
+    assert held.body in got and sorted(set(got)) == ["slow-%d" % i for i in range(5)], got
 
 
 def test_scale_in_with_clients_running_loses_no_accepted_message(env):

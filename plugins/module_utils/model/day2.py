@@ -250,9 +250,9 @@ def scale_in_errors(host, brokers, states=None, min_brokers=None, brokered=()):
     under = _kind_steps("brokers", live, [b for b in live if b != host], live, (), floor)[3]
     errs = []
     if under:
+        stay = [b for b in live if b != host]
         errs.append("scale_in_broker: %s: the pool would keep %d active broker(s) (%s), fewer than the floor "
-                    "scale_in_min_brokers %d" % (_fmt(host), len(live) - 1,
-                                                  ", ".join(b for b in live if b != host) or "none", floor))
+                    "scale_in_min_brokers %d" % (_fmt(host), len(stay), ", ".join(stay) or "none", floor))
     if brokered:
         errs.append("scale_in_broker: %s also runs the brokered address space(s) %s, which do not move: pin them "
                     "to another host (broker_host) first, or the uninstall would remove them"
