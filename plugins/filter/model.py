@@ -11,6 +11,9 @@
 Both return a list of messages (empty = valid), each naming the field, the
 value and the rule, so that an ``assert`` can print them all at once.
 
+* ``scale_in_errors``: why a broker host cannot leave the standard pool
+  (model/day2.py: the floor of the pool, brokered spaces on the host);
+
 * ``without_users``: the address spaces without their ``users`` (and so
   without their passwords), for loops: Ansible prints a loop item whole at
   ``-v``, whatever its label.
@@ -24,6 +27,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import EnmasseError
+from ansible_collections.enmasse.messaging.plugins.module_utils.model.day2 import scale_in_errors as _scale_in_errors
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import fmt, space_name_errors as _space_name_errors
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.plans import Catalogue
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.users import users_from_list
@@ -154,6 +158,14 @@ def without_users(address_spaces):
     return [dict((k, v) for k, v in space.items() if k != "users") for space in spaces]
 
 
+def scale_in_errors(host, brokers, states=None, min_brokers=None, brokered=None):
+    """playbooks/scale_in.yml's check of ``scale_in_broker`` (model/day2.py)."""
+    try:
+        return _scale_in_errors(host, brokers, states or {}, min_brokers, brokered or ())
+    except (TypeError, ValueError) as e:
+        raise AnsibleFilterError("scale_in_errors: %s" % e)
+
+
 class FilterModule(object):
     """enmasse.messaging model filters."""
 
@@ -162,4 +174,5 @@ class FilterModule(object):
             "space_name_errors": space_name_errors,
             "address_spaces_errors": address_spaces_errors,
             "without_users": without_users,
+            "scale_in_errors": scale_in_errors,
         }

@@ -191,3 +191,38 @@ def test_the_plan_and_the_live_pool_are_not_changed():
     before = copy.deepcopy(plan)
     day2.change_set(plan, "prod", live, {}, [], NOW, {"mode": "apply", "min_brokers": 1})
     assert plan == before and live == LIVE
+
+
+# ------------------------------------------------------------- scale in (playbooks/scale_in.yml)
+
+def test_scale_in_a_broker_above_the_floor_is_allowed():
+    assert day2.scale_in_errors("b3", ["b1", "b2", "b3"]) == []
+    assert day2.scale_in_errors("b2", ["b1", "b2"], min_brokers=1) == []
+
+
+def test_scale_in_under_the_floor_is_refused_naming_the_floor():
+    errs = day2.scale_in_errors("b2", ["b1", "b2"])
+    assert errs == ["scale_in_broker: 'b2': the pool would keep 1 active broker(s) (b1), fewer than the floor "
+                    "scale_in_min_brokers 2"]
+
+
+def test_scale_in_counts_only_active_brokers_and_allows_a_resume():
+    # b1 drains already: only b3 would stay
+    errs = day2.scale_in_errors("b2", ["b1", "b2", "b3"], {"b1": "draining"})
+    assert len(errs) == 1 and "keep 1 active broker(s) (b3)" in errs[0]
+    # the host itself already draining (a second run after a failure): still allowed
+    assert day2.scale_in_errors("b2", ["b1", "b2", "b3"], {"b2": "draining"}) == []
+
+
+def test_scale_in_of_the_last_broker_or_an_unknown_host_is_refused():
+    assert "keep 0 active broker(s) (none)" in day2.scale_in_errors("b1", ["b1"], min_brokers=1)[0]
+    assert day2.scale_in_errors("bx", ["b1", "b2"]) == [
+        "scale_in_broker: 'bx' is not a host of the group brokers (b1, b2)"]
+    assert day2.scale_in_errors("b1", [])[0].endswith("(the group is empty)")
+    assert "must be an integer >= 1" in day2.scale_in_errors("b1", ["b1", "b2"], min_brokers=0)[0]
+
+
+def test_scale_in_refuses_a_host_with_brokered_spaces():
+    errs = day2.scale_in_errors("b2", ["b1", "b2", "b3"], brokered=["shop", "demo"])
+    assert errs == ["scale_in_broker: 'b2' also runs the brokered address space(s) demo, shop, which do not move: "
+                    "pin them to another host (broker_host) first, or the uninstall would remove them"]

@@ -26,7 +26,8 @@ def _space(name="demo", **kw):
 # ------------------------------------------------------------ FilterModule
 def test_filter_modules_export_the_documented_filters():
     assert set(fb.FilterModule().filters()) == {"artemis_password_hash", "broker_placement", "broker_layout"}
-    assert set(fm.FilterModule().filters()) == {"space_name_errors", "address_spaces_errors", "without_users"}
+    assert set(fm.FilterModule().filters()) == {"space_name_errors", "address_spaces_errors", "without_users",
+                                                "scale_in_errors"}
     assert set(fr.FilterModule().filters()) == {"router_secret_files"}
 
 
@@ -335,3 +336,11 @@ def test_without_users_drops_the_users_and_their_passwords_and_keeps_the_rest():
 def test_without_users_refuses_what_is_not_a_list_of_spaces(bad):
     with pytest.raises(AnsibleFilterError, match="without_users: .* must be a list of address spaces"):
         fm.without_users(bad)
+
+
+# ------------------------------------------------------------ scale_in_errors (model/day2.py)
+def test_scale_in_errors_filter_passes_the_floor_and_the_brokered_spaces():
+    assert fm.scale_in_errors("b2", ["b1", "b2", "b3"]) == []
+    assert "fewer than the floor scale_in_min_brokers 3" in fm.scale_in_errors("b2", ["b1", "b2", "b3"], min_brokers=3)[0]
+    assert "brokered address space(s) shop" in fm.scale_in_errors("b2", ["b1", "b2", "b3"], brokered=["shop"])[0]
+    assert "keep 1 active" in fm.scale_in_errors("b2", ["b1", "b2", "b3"], states={"b3": "draining"}, min_brokers=2)[0]

@@ -228,3 +228,33 @@ def _moves(moves, pool, adding, g, out, refuse):
         else:
             out["moves"].append(mv)
             moved_bytes += mv.get("bytes") or 0
+
+
+def scale_in_errors(host, brokers, states=None, min_brokers=None, brokered=()):
+    """Why the broker host ``host`` cannot leave the standard pool now
+    (playbooks/scale_in.yml), each naming the field, the value and the rule;
+    [] when it can. ``brokers``: the hosts of the group brokers (the pool);
+    ``states``: {host: standard_pool_state} (default active); ``min_brokers``:
+    the floor (GUARDRAILS, the rule the loop applies); ``brokered``: the
+    brokered address spaces placed on ``host`` (they do not move: the
+    uninstall would remove them)."""
+    floor = GUARDRAILS["min_brokers"] if min_brokers is None else min_brokers
+    if not isinstance(floor, int) or isinstance(floor, bool) or floor < 1:
+        return ["scale_in_min_brokers: %s must be an integer >= 1 (a pool needs an active broker)" % _fmt(floor)]
+    brokers = list(brokers or [])
+    if host not in brokers:
+        return ["scale_in_broker: %s is not a host of the group brokers (%s)"
+                % (_fmt(host), ", ".join(brokers) or "the group is empty")]
+    states = states or {}
+    live = [b for b in brokers if b == host or states.get(b, "active") == "active"]
+    under = _kind_steps("brokers", live, [b for b in live if b != host], live, (), floor)[3]
+    errs = []
+    if under:
+        stay = [b for b in live if b != host]
+        errs.append("scale_in_broker: %s: the pool would keep %d active broker(s) (%s), fewer than the floor "
+                    "scale_in_min_brokers %d" % (_fmt(host), len(stay), ", ".join(stay) or "none", floor))
+    if brokered:
+        errs.append("scale_in_broker: %s also runs the brokered address space(s) %s, which do not move: pin them "
+                    "to another host (broker_host) first, or the uninstall would remove them"
+                    % (_fmt(host), ", ".join(sorted(brokered))))
+    return errs
