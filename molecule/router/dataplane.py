@@ -34,6 +34,13 @@ from checks import delivery_problems, duplicates, isolation_problems
 from clients import auth_target, config, url
 
 
+def can_answer(connection):
+    """Whether the peer can still answer a close on this connection: its
+    transport is bound, open and without an error condition."""
+    transport = connection.transport
+    return transport is not None and not transport.closed and transport.condition is None
+
+
 class Base(MessagingHandler):
     def __init__(self, timeout, prefetch=10):
         super(Base, self).__init__(prefetch=prefetch, auto_accept=False)
@@ -66,24 +73,31 @@ class Base(MessagingHandler):
     def stop(self):
         """Close every connection and end when the peers have answered the
         close (so that every disposition sent before, e.g. the last accept,
-        has reached the router), or after 5 s."""
+        has reached the router), or after 5 s. A connection whose transport
+        has failed or closed (a refusal: SASL, TLS, plain TCP, no listener)
+        cannot answer: nothing waits for it."""
         if self.hard is not None:
             return
         self.timer.cancel()
         self.hard = self.container.schedule(5, self)
-        self.open = 0
+        self.closing = []
         for c in self.conns:
             if c.state & c.LOCAL_ACTIVE:
                 c.close()
-                self.open += 1
-        if not self.open:
+                self.closing.append(c)
+        self._stop_when_answered()
+
+    def _stop_when_answered(self):
+        if not [c for c in self.closing if not c.state & c.REMOTE_CLOSED and can_answer(c)]:
             self.container.stop()
 
     def on_connection_closed(self, event):
         if self.hard is not None:
-            self.open -= 1
-            if self.open <= 0:
-                self.container.stop()
+            self._stop_when_answered()
+
+    def on_transport_closed(self, event):
+        if self.hard is not None:
+            self._stop_when_answered()
 
     def on_transport_error(self, event):
         cond = event.transport.condition
