@@ -118,7 +118,7 @@ def test_metrics_tasks_idempotent_0640_and_removed_when_off(tmp_path):
     tasks = [{"name": n, "ansible.builtin.include_role": {"name": "enmasse.messaging.broker", "tasks_from": n,
                                                           "public": True}} for n in ("layout", "metrics")]
     files = [os.path.join(base, "instance", "etc", "jmx-exporter.yml"), os.path.join(tls, "metrics.p12")]
-    first, second = (helpers.run_playbook(tasks, extra_vars=extra) for _ in range(2))
+    first, second = (helpers.run_playbook(tasks, extra_vars=extra) for unused in range(2))
     assert first.rc == 0 and first.stats["changed"] == 3, first  # jar, key store, agent config
     assert second.rc == 0 and second.stats["changed"] == 0, second
     assert [oct(os.stat(f).st_mode & 0o777) for f in files] == ["0o640", "0o640"]
