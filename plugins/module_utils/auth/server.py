@@ -207,13 +207,8 @@ class AuthServer(object):
         await self._amqp(reader, writer, identity)
 
     async def _sasl(self, reader, writer, peer):
-        """The SASL exchange; the Identity on success, None after a refusal."""
-        identity, realm, outcome = await self._sasl_exchange(reader, writer, peer)
-        self.metrics.authentication(realm, outcome)
-        return identity
-
-    async def _sasl_exchange(self, reader, writer, peer):
-        """``(Identity | None, realm, outcome)`` (metrics.py) of the exchange."""
+        """The SASL exchange; the Identity on success, None after a refusal
+        (each outcome counted, metrics.py, before the router learns it)."""
         code, fields = await self._next_sasl(reader)
         if code != codec.SASL_INIT:
             raise ProtocolError("expected sasl-init, got %s" % codec.PERFORMATIVE_NAMES.get(code, code))
@@ -222,7 +217,7 @@ class AuthServer(object):
         realm = init["hostname"] if isinstance(init["hostname"], str) and init["hostname"] else self.default_realm
         if mechanism not in MECHANISMS:
             LOG.info("%s: realm %r: mechanism %r refused (offered: %s)", peer, realm, mechanism, ", ".join(MECHANISMS))
-            return await self._outcome(writer, codec.SASL_AUTH), realm, metrics.REFUSED
+            return await self._outcome(writer, codec.SASL_AUTH, realm, metrics.REFUSED)
         response = init["initial_response"]
         if response is None:
             # PLAIN without an initial response: an empty challenge asks for it
@@ -236,28 +231,28 @@ class AuthServer(object):
             authzid, username, password = parse_plain(response)
         except ProtocolError as exc:
             LOG.info("%s: realm %r: malformed PLAIN response refused: %s", peer, realm, exc)
-            return await self._outcome(writer, codec.SASL_AUTH), realm, metrics.REFUSED
+            return await self._outcome(writer, codec.SASL_AUTH, realm, metrics.REFUSED)
         if authzid and authzid != username:
             LOG.info("%s: realm %r user %r: authorization identity %r refused (no proxy users)",
                      peer, realm, username, authzid)
-            return await self._outcome(writer, codec.SASL_AUTH), realm, metrics.REFUSED
+            return await self._outcome(writer, codec.SASL_AUTH, realm, metrics.REFUSED)
         if not realm:
             LOG.info("%s: user %r refused: no realm (the authServicePlugin has no realm and no default_realm is set)",
                      peer, username)
-            return await self._outcome(writer, codec.SASL_AUTH), realm, metrics.REFUSED
+            return await self._outcome(writer, codec.SASL_AUTH, realm, metrics.REFUSED)
         loop = asyncio.get_running_loop()
         try:
             identity, outcome = await loop.run_in_executor(self.executor, backends.authenticate, self.backend,
                                                            realm, username, password)
         except backends.BackendError as exc:
             LOG.error("%s: realm %r user %r: the backend cannot answer: %s", peer, realm, username, exc)
-            return await self._outcome(writer, codec.SASL_SYS_TEMP), realm, metrics.BACKEND_ERROR
+            return await self._outcome(writer, codec.SASL_SYS_TEMP, realm, metrics.BACKEND_ERROR)
         if identity is None:
             LOG.info("%s: realm %r user %r: authentication failed (%s)", peer, realm, username, outcome)
-            return await self._outcome(writer, codec.SASL_AUTH), realm, outcome
+            return await self._outcome(writer, codec.SASL_AUTH, realm, outcome)
         LOG.info("%s: realm %r user %r: authenticated as %r", peer, realm, username, identity.username)
-        await self._outcome(writer, codec.SASL_OK)
-        return identity, realm, outcome
+        await self._outcome(writer, codec.SASL_OK, realm, outcome)
+        return identity
 
     async def _next_sasl(self, reader):
         ftype, unused, body = await read_frame(reader)
@@ -265,7 +260,8 @@ class AuthServer(object):
             raise ProtocolError("frame type %d during SASL" % ftype)
         return codec.parse_body(body)
 
-    async def _outcome(self, writer, code):
+    async def _outcome(self, writer, code, realm, outcome):
+        self.metrics.authentication(realm, outcome)
         writer.write(codec.sasl_outcome(code))
         await writer.drain()
         return None
