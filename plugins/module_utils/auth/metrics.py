@@ -107,6 +107,11 @@ def password_file_document(username, password, salt):
             "sha512": hashlib.sha512(("%s:%s" % (salt, password)).encode("utf-8")).hexdigest()}
 
 
+def basic(username, password):
+    """The ``Authorization`` header value of HTTP basic auth (the scraper's side)."""
+    return "Basic " + base64.b64encode(("%s:%s" % (username, password)).encode("utf-8")).decode("ascii")
+
+
 def authorized(header, credentials):
     """The ``Authorization`` header value ``header`` carries ``credentials``' user and password."""
     if not header or not header.lower().startswith("basic "):
