@@ -488,9 +488,15 @@ async def start_metrics(config, server):
         credentials = metrics.load_password_file(config["metrics_password_file"])
         context = ssl_context(config, client_ca=False)
     except (OSError, ValueError, ssl.SSLError) as exc:
+        await server.stop()
         raise StartError("metrics endpoint: %s" % exc)
     metrics_server = metrics.MetricsServer(server.metrics, credentials)
-    await metrics_server.start(config["metrics_host"], config["metrics_port"], context)
+    try:
+        await metrics_server.start(config["metrics_host"], config["metrics_port"], context)
+    except OSError as exc:
+        await server.stop()
+        raise StartError("metrics endpoint: cannot listen on %s:%s: %s"
+                         % (config["metrics_host"], config["metrics_port"], exc))
     LOG.info("metrics on https://%s:%s/metrics (basic auth)", config["metrics_host"],
              ",".join(str(p) for p in metrics_server.ports()))
     return metrics_server, context

@@ -120,3 +120,16 @@ def test_server_counts_every_sasl_outcome_with_the_realm_folded():
     assert value(text, "_other", "backend_error") == 1
     assert "made-up" not in text and "broken" not in text
     assert s.server.metrics.connections_total == 4
+
+
+def test_the_service_does_not_start_with_an_unreadable_password_file(tmp_path):
+    import asyncio
+    import subprocess
+    cert, key = str(tmp_path / "c.pem"), str(tmp_path / "k.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-subj", "/CN=localhost", "-keyout", key, "-out", cert, "-days", "1"], check=True, capture_output=True)
+    config = server.load_config(None, {"listen_port": 0, "users_dir": str(tmp_path), "tls_cert": cert,
+                                       "tls_key": key, "metrics_port": 1,
+                                       "metrics_password_file": str(tmp_path / "none.json")})
+    with pytest.raises(server.StartError, match="metrics endpoint: .*none.json"):
+        asyncio.run(server.serve(config))
