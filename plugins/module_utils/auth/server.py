@@ -27,8 +27,8 @@ One router connection per client connection, always in this order:
    service answers a ``close`` with a ``close`` and drops the socket.
 
 No password, no SASL response is ever logged. Pure standard library
-(asyncio); the role copies this file with codec.py, backends.py and
-keycloak_backend.py onto the host, where ``main()`` is the program."""
+(asyncio); the role copies this file with codec.py, backends.py,
+keycloak_backend.py and metrics.py onto the host, where ``main()`` is the program."""
 
 from __future__ import absolute_import, division, print_function
 
