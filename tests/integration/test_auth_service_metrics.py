@@ -93,9 +93,9 @@ def auth_count(values, realm, outcome):
 
 
 def test_logins_through_the_router_are_counted_by_realm_and_outcome(env):
-    for _ in range(2):
+    for unused in range(2):
         connect(env, "space-a", "alice", "secret-a").close()
-    for _ in range(3):
+    for unused in range(3):
         refused(env, "space-a", "alice", "not-the-password")
     refused(env, "space-a", "mallory", "guess")
     refused(env, "space-c", "alice", "secret-a")

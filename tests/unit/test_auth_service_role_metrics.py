@@ -15,8 +15,8 @@ def test_prereqs_refuse_metrics_without_tls_or_on_the_sasl_port(tmp_path):
                             ({"auth_service_metrics_username": "a:b"}, "username=a:b")):
         out, results = play(tmp_path, "prereqs.yml", extra)
         bad = failed(results)
-        assert bad and bad[0][0].endswith("Check the metrics endpoint can authenticate (HTTPS needs the service's "
-                                           "certificate)"), bad
+        expected = "Check the metrics endpoint can authenticate (HTTPS needs the service's certificate)"
+        assert bad and bad[0][0].endswith(expected), bad
         assert fragment in bad[0][1]["msg"]
 
 
