@@ -14,7 +14,9 @@
   (routers: the metrics listener demands one signed by the collection CA);
   a job with ``ports_var`` scrapes, on each host, every port listed in that
   host variable (brokers: ``broker_metrics_ports``, one per Artemis
-  instance, published by the broker role) instead of ``port``.
+  instance, published by the broker role; the auth service:
+  ``auth_service_metrics_ports``, published by the auth_service role) instead
+  of ``port``.
 
 The documentation of each filter is in the sidecar ``<filter>.yml``."""
 

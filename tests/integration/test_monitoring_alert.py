@@ -167,3 +167,60 @@ def test_broker_target_up_with_the_role_job(tmp_path):
             _stop(mon)
     finally:
         m["broker"].stop()
+
+
+def _sasl_login(port, ca, realm, user, password):
+    """One SASL PLAIN exchange with the auth service over TLS, as a router's plugin makes it."""
+    import ssl
+    from ansible_collections.enmasse.messaging.plugins.module_utils.auth import codec
+    context = ssl.create_default_context(cafile=ca)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        with context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+            sock.sendall(codec.SASL_HEADER + codec.sasl_init("PLAIN", ("\0%s\0%s" % (user, password)).encode(), realm))
+            while sock.recv(4096):   # refused: the service closes after the outcome
+                pass
+
+
+def test_auth_service_target_up_and_failed_logins_alert_fires(tmp_path):
+    """The role's default auth_service job (https verified with the CA, basic auth from a
+    password file, the port from auth_service_metrics_ports) against the real auth service;
+    failed logins in a made-up realm (folded into realm _other) fire EnmasseAuthenticationFailures."""
+    from test_auth_service_router import AuthService, make_tls, service_tls
+    from ansible_collections.enmasse.messaging.plugins.module_utils.auth import metrics
+    tls = make_tls(str(tmp_path))
+    os.makedirs(str(tmp_path / "users"))
+    password = "scrape-" + os.urandom(8).hex()
+    (tmp_path / "hash.json").write_text(json.dumps(metrics.password_file_document("prometheus", password, "s")))
+    (tmp_path / "password").write_text(password)
+    metrics_port = _port()
+    service = AuthService(str(tmp_path / "service"), str(tmp_path / "users"), _port(), tls=service_tls(tls),
+                          extra={"metrics_port": metrics_port, "metrics_password_file": str(tmp_path / "hash.json")})
+    service.start()
+    try:
+        job = dict(next(j for j in yaml.safe_load(open(os.path.join(ROLE, "defaults", "main.yml")))["monitoring_jobs"]
+                        if j["name"] == "auth_service"), ca_file=tls["ca"], password_file=str(tmp_path / "password"))
+        mon = _start(tmp_path, [job], {"routers": ["127.0.0.1"]}, {"127.0.0.1": {job["ports_var"]: [metrics_port]}})
+        try:
+            assert password not in mon["conf"].read_text()
+
+            def auth_up():
+                res = _get(mon["prom"] + '/api/v1/query?query=up{job="auth_service"}')["data"]["result"]
+                return res if res and res[0]["value"][1] == "1" else None
+
+            got = _wait("up == 1 for the auth service target", auth_up)
+            assert got[0]["metric"]["instance"] == "127.0.0.1:%d" % metrics_port
+            for i in range(15):
+                _sasl_login(service.port, tls["ca"], "made-up-%d" % i, "mallory", "guess")
+
+            def firing():
+                alerts = _get(mon["prom"] + "/api/v1/alerts")["data"]["alerts"]
+                return [a for a in alerts if a["labels"]["alertname"] == "EnmasseAuthenticationFailures"
+                        and a["state"] == "firing"]
+
+            alerts = _wait("EnmasseAuthenticationFailures firing", firing)
+            assert [(a["labels"]["instance"], a["labels"]["realm"]) for a in alerts] \
+                == [("127.0.0.1:%d" % metrics_port, "_other")]
+        finally:
+            _stop(mon)
+    finally:
+        service.stop()

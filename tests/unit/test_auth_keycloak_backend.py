@@ -340,3 +340,15 @@ def test_checks_from_many_threads_get_their_own_answers(kc, clock):
         else:
             assert identity.username == user and identity.address_authz == {"q" + user[1:]: ["send"]}
     assert len(b.cache) == 4
+
+
+def test_authenticate_says_why_for_the_metrics(kc, clock):
+    b = backend(kc, clock)
+    assert b.authenticate("space-a", "alice", "pw-a")[1] == backends.OK
+    assert b.authenticate("space-a", "alice", "pw-a")[1] == backends.OK                       # from the cache
+    # Keycloak answers invalid_grant for both: not told apart
+    assert b.authenticate("space-a", "alice", "wrong") == (None, backends.BAD_CREDENTIALS)
+    assert b.authenticate("space-a", "nobody", "pw-a") == (None, backends.BAD_CREDENTIALS)
+    assert b.authenticate("no-such-space", "alice", "pw-a") == (None, backends.UNKNOWN_REALM)  # 404
+    assert b.authenticate("master", "admin", "pw-a") == (None, backends.UNKNOWN_REALM)
+    assert b.authenticate("space-a", "alice", "") == (None, backends.BAD_CREDENTIALS)

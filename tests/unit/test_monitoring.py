@@ -160,3 +160,19 @@ def test_web_ports_listen_on_localhost_by_default():
         args = _render(name)
         assert "--web.listen-address=127.0.0.1:" in args and "--web.config.file=" in args
     assert "--cluster.listen-address= " in _render("prometheus-alertmanager.default.j2")
+
+
+def test_default_auth_service_job_scrapes_the_routers_that_publish_the_port():
+    """The role's default job auth_service: the routers whose auth_service role published
+    auth_service_metrics_ports (metrics on), HTTPS verified with the CA, basic auth from a file."""
+    jobs = yaml.safe_load(open(os.path.join(ROLE, "defaults", "main.yml")))["monitoring_jobs"]
+    hostvars = {"r1": {"auth_service_metrics_ports": [9466]}, "r2": {"auth_service_metrics_ports": []},
+                "b1": {"broker_metrics_ports": [9404]}}
+    out = dict((j["job_name"], j) for j in fmon.monitoring_scrape_configs(jobs, GROUPS, hostvars))
+    assert out["auth_service"] == {
+        "job_name": "auth_service", "scheme": "https", "metrics_path": "/metrics",
+        "static_configs": [{"targets": ["r1:9466"]}], "tls_config": {"ca_file": CA},
+        "basic_auth": {"username": "prometheus", "password_file": "/etc/prometheus/enmasse-auth-service.password"}}
+    # metrics off everywhere (no monitoring group when the auth_service role ran): no job
+    hostvars = {"b1": {"broker_metrics_ports": [9404]}}
+    assert "auth_service" not in [j["job_name"] for j in fmon.monitoring_scrape_configs(jobs, GROUPS, hostvars)]

@@ -17,6 +17,10 @@ The interface (every backend, today and later)::
   answers ``sys-temp`` instead of ``auth``.
 * ``check`` may block (PBKDF2, network): the server calls it in a worker
   thread, so it must be thread-safe.
+* optional ``authenticate(realm, username, password) -> (Identity | None,
+  outcome)``: the same check, also saying why (the service's metrics, never
+  the client): one of :data:`OUTCOMES`. :func:`authenticate` falls back to
+  ``check`` (outcome ``ok`` or ``bad_credentials``).
 
 :class:`Identity` carries ``username`` (becomes the router's connection
 ``user``), ``groups`` (EnMasse's encoding: ``send_<url-encoded pattern>``,
@@ -52,6 +56,26 @@ FILE_FORMAT = 1
 
 # a realm must be usable as a file name: no separator, no leading dot
 REALM_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
+
+# why a check ended (metrics label ``outcome``): bad_credentials = a wrong
+# password or an unknown user where the backend does not tell them apart (Keycloak)
+OK = "ok"
+WRONG_PASSWORD = "wrong_password"
+UNKNOWN_USER = "unknown_user"
+UNKNOWN_REALM = "unknown_realm"
+BAD_CREDENTIALS = "bad_credentials"
+OUTCOMES = (OK, WRONG_PASSWORD, UNKNOWN_USER, UNKNOWN_REALM, BAD_CREDENTIALS)
+
+
+def authenticate(backend, realm, username, password):
+    """``(Identity | None, outcome)`` of ``backend`` (its ``authenticate``
+    when it has one, else ``check``)."""
+    explain = getattr(backend, "authenticate", None)
+    if explain is not None:
+        return explain(realm, username, password)
+    identity = backend.check(realm, username, password)
+    return identity, (OK if identity is not None else BAD_CREDENTIALS)
+
 
 # EnMasse's group prefixes (its Keycloak plugin's AmqpServer): the part before
 # the first '_' names the permission, the rest is the url-encoded address
@@ -299,17 +323,21 @@ class UsersFileBackend(object):
         return doc["users"]
 
     def check(self, realm, username, password):
-        if not isinstance(realm, str) or not REALM_RE.match(realm):
+        return self.authenticate(realm, username, password)[0]
+
+    def authenticate(self, realm, username, password):
+        """``(Identity | None, outcome)``; the same work (one PBKDF2) whatever the outcome."""
+        users = self._users(realm) if isinstance(realm, str) and REALM_RE.match(realm) else None
+        if users is None:
             verify_password(password, _dummy_hash())
-            return None
-        users = self._users(realm) or {}
+            return None, UNKNOWN_REALM
         entry = users.get(username) if isinstance(username, str) else None
         if entry is None:
             verify_password(password, _dummy_hash())
-            return None
+            return None, UNKNOWN_USER
         if not verify_password(password, entry["password"]):
-            return None
-        return Identity(username, entry.get("groups", []))
+            return None, WRONG_PASSWORD
+        return Identity(username, entry.get("groups", [])), OK
 
     def forget(self):
         """Drop every cached file (SIGHUP): the next check reads them anew."""

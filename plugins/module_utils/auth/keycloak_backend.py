@@ -187,19 +187,25 @@ class KeycloakBackend(object):
         return "%s/realms/%s/protocol/openid-connect/token" % (self.url, quote(realm, safe=""))
 
     def check(self, realm, username, password):
-        if not isinstance(realm, str) or not backends.REALM_RE.match(realm) or realm in NOT_SPACES \
-                or not isinstance(username, str) or not username or not isinstance(password, str) or not password:
-            return None
+        return self.authenticate(realm, username, password)[0]
+
+    def authenticate(self, realm, username, password):
+        """``(Identity | None, outcome)``: Keycloak does not tell a wrong password from an
+        unknown user (``bad_credentials``); a realm it does not have is ``unknown_realm``."""
+        if not isinstance(realm, str) or not backends.REALM_RE.match(realm) or realm in NOT_SPACES:
+            return None, backends.UNKNOWN_REALM
+        if not isinstance(username, str) or not username or not isinstance(password, str) or not password:
+            return None, backends.BAD_CREDENTIALS
         cached = self.cache.get(realm, username, password)
         if cached is not None:
-            return cached
-        identity = self._grant(realm, username, password)
+            return cached, backends.OK
+        identity, outcome = self._grant(realm, username, password)
         if identity is not None:
             self.cache.put(realm, username, password, identity)
-        return identity
+        return identity, outcome
 
     def _grant(self, realm, username, password):
-        """One password grant: Identity, None (refused) or BackendError."""
+        """One password grant: ``(Identity | None, outcome)`` or BackendError."""
         form = urlencode({"grant_type": "password", "client_id": self.client_id,
                           "username": username, "password": password}).encode("ascii")
         request = Request(self.token_url(realm), data=form, method="POST",
@@ -216,7 +222,7 @@ class KeycloakBackend(object):
             claims = token_claims(json.loads(body.decode("utf-8")).get("access_token"))
         except (ValueError, AttributeError) as exc:
             raise backends.BackendError("Keycloak %s realm %r: unusable token response (%s)" % (self.url, realm, exc))
-        return identity_from_claims(claims, username)
+        return identity_from_claims(claims, username), backends.OK
 
     def _refusal(self, realm, username, exc):
         try:
@@ -234,11 +240,11 @@ class KeycloakBackend(object):
         if exc.code in (400, 401) and error in REFUSALS:
             if self.log:
                 self.log("realm %r user %r: Keycloak refused: %s" % (realm, username, description or error))
-            return None
+            return None, backends.BAD_CREDENTIALS
         if exc.code == 404:
             if self.log:
                 self.log("realm %r: no such realm in Keycloak" % realm)
-            return None
+            return None, backends.UNKNOWN_REALM
         raise backends.BackendError("Keycloak %s realm %r: HTTP %s %s%s" % (
             self.url, realm, exc.code, error or "", (" (%s)" % description) if description else ""))
 

@@ -27,8 +27,8 @@ One router connection per client connection, always in this order:
    service answers a ``close`` with a ``close`` and drops the socket.
 
 No password, no SASL response is ever logged. Pure standard library
-(asyncio); the role copies this file with codec.py, backends.py and
-keycloak_backend.py onto the host, where ``main()`` is the program."""
+(asyncio); the role copies this file with codec.py, backends.py,
+keycloak_backend.py and metrics.py onto the host, where ``main()`` is the program."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -48,6 +48,7 @@ import sys
 from . import backends
 from . import codec
 from . import keycloak_backend
+from . import metrics
 
 LOG = logging.getLogger("enmasse-auth-service")
 
@@ -73,6 +74,10 @@ DEFAULTS = {
     "keycloak_client_id": keycloak_backend.CLIENT_ID,
     "keycloak_timeout": 5,
     "cache_ttl": 30,
+    # the metrics endpoint (metrics.py): off with port 0; HTTPS with tls_cert, basic auth
+    "metrics_host": "127.0.0.1",
+    "metrics_port": 0,
+    "metrics_password_file": "",
 }
 BACKENDS = ("users_file", "keycloak")
 
@@ -145,15 +150,20 @@ class AuthServer(object):
         self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="check")
         self.server = None
         self.connections = set()
+        self.metrics = metrics.Metrics()
+        self.metrics_server = None
 
     # -- one connection --------------------------------------------------
     async def handle(self, reader, writer):
         task = asyncio.current_task()
         self.connections.add(task)
+        self.metrics.connections_total += 1
+        self.metrics.open_connections = len(self.connections)
         try:
             await self._handle(reader, writer)
         finally:
             self.connections.discard(task)
+            self.metrics.open_connections = len(self.connections)
 
     async def _handle(self, reader, writer):
         peer = writer.get_extra_info("peername")
@@ -197,7 +207,8 @@ class AuthServer(object):
         await self._amqp(reader, writer, identity)
 
     async def _sasl(self, reader, writer, peer):
-        """The SASL exchange; the Identity on success, None after a refusal."""
+        """The SASL exchange; the Identity on success, None after a refusal
+        (each outcome counted, metrics.py, before the router learns it)."""
         code, fields = await self._next_sasl(reader)
         if code != codec.SASL_INIT:
             raise ProtocolError("expected sasl-init, got %s" % codec.PERFORMATIVE_NAMES.get(code, code))
@@ -206,7 +217,7 @@ class AuthServer(object):
         realm = init["hostname"] if isinstance(init["hostname"], str) and init["hostname"] else self.default_realm
         if mechanism not in MECHANISMS:
             LOG.info("%s: realm %r: mechanism %r refused (offered: %s)", peer, realm, mechanism, ", ".join(MECHANISMS))
-            return await self._outcome(writer, codec.SASL_AUTH)
+            return await self._outcome(writer, codec.SASL_AUTH, realm, metrics.REFUSED)
         response = init["initial_response"]
         if response is None:
             # PLAIN without an initial response: an empty challenge asks for it
@@ -220,26 +231,27 @@ class AuthServer(object):
             authzid, username, password = parse_plain(response)
         except ProtocolError as exc:
             LOG.info("%s: realm %r: malformed PLAIN response refused: %s", peer, realm, exc)
-            return await self._outcome(writer, codec.SASL_AUTH)
+            return await self._outcome(writer, codec.SASL_AUTH, realm, metrics.REFUSED)
         if authzid and authzid != username:
             LOG.info("%s: realm %r user %r: authorization identity %r refused (no proxy users)",
                      peer, realm, username, authzid)
-            return await self._outcome(writer, codec.SASL_AUTH)
+            return await self._outcome(writer, codec.SASL_AUTH, realm, metrics.REFUSED)
         if not realm:
             LOG.info("%s: user %r refused: no realm (the authServicePlugin has no realm and no default_realm is set)",
                      peer, username)
-            return await self._outcome(writer, codec.SASL_AUTH)
+            return await self._outcome(writer, codec.SASL_AUTH, realm, metrics.REFUSED)
         loop = asyncio.get_running_loop()
         try:
-            identity = await loop.run_in_executor(self.executor, self.backend.check, realm, username, password)
+            identity, outcome = await loop.run_in_executor(self.executor, backends.authenticate, self.backend,
+                                                           realm, username, password)
         except backends.BackendError as exc:
             LOG.error("%s: realm %r user %r: the backend cannot answer: %s", peer, realm, username, exc)
-            return await self._outcome(writer, codec.SASL_SYS_TEMP)
+            return await self._outcome(writer, codec.SASL_SYS_TEMP, realm, metrics.BACKEND_ERROR)
         if identity is None:
-            LOG.info("%s: realm %r user %r: authentication failed", peer, realm, username)
-            return await self._outcome(writer, codec.SASL_AUTH)
+            LOG.info("%s: realm %r user %r: authentication failed (%s)", peer, realm, username, outcome)
+            return await self._outcome(writer, codec.SASL_AUTH, realm, outcome)
         LOG.info("%s: realm %r user %r: authenticated as %r", peer, realm, username, identity.username)
-        await self._outcome(writer, codec.SASL_OK)
+        await self._outcome(writer, codec.SASL_OK, realm, outcome)
         return identity
 
     async def _next_sasl(self, reader):
@@ -248,7 +260,8 @@ class AuthServer(object):
             raise ProtocolError("frame type %d during SASL" % ftype)
         return codec.parse_body(body)
 
-    async def _outcome(self, writer, code):
+    async def _outcome(self, writer, code, realm, outcome):
+        self.metrics.authentication(realm, outcome)
         writer.write(codec.sasl_outcome(code))
         await writer.drain()
         return None
@@ -338,7 +351,21 @@ def load_config(path=None, overrides=None):
     if config["log_level"].upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ValueError("log_level: %r must be DEBUG, INFO, WARNING or ERROR" % config["log_level"])
     check_backend_config(config)
+    check_metrics_config(config)
     return config
+
+
+def check_metrics_config(config):
+    """ValueError naming the key when the metrics endpoint settings do not go together."""
+    port = config["metrics_port"]
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError("metrics_port: %r must be an integer 0-65535 (0 = no metrics endpoint)" % (port,))
+    for key in ("metrics_host", "metrics_password_file"):
+        if not isinstance(config[key], str):
+            raise ValueError("%s: %r must be a string" % (key, config[key]))
+    if port and not (config["tls_cert"] and config["metrics_password_file"]):
+        raise ValueError("metrics_port: %d needs tls_cert and metrics_password_file (the endpoint is HTTPS "
+                         "with basic auth only)" % port)
 
 
 def check_backend_config(config):
@@ -379,13 +406,14 @@ def describe_backend(config):
     return "users in %s" % config["users_dir"]
 
 
-def ssl_context(config):
-    """The server TLS context of ``config``, None without tls_cert."""
+def ssl_context(config, client_ca=True):
+    """The server TLS context of ``config``, None without tls_cert
+    (``client_ca`` False: no client certificates asked, the metrics endpoint's)."""
     if not config["tls_cert"]:
         return None
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(config["tls_cert"], config["tls_key"])
-    if config["tls_ca"]:
+    if config["tls_ca"] and client_ca:
         context.load_verify_locations(config["tls_ca"])
         context.verify_mode = ssl.CERT_REQUIRED
     return context
@@ -412,6 +440,7 @@ async def serve(config, config_path=None, overrides=None, ready=None):
     await server.start(config["listen_host"], config["listen_port"], context)
     LOG.info("listening on %s:%s%s, %s", config["listen_host"], ",".join(str(p) for p in server.ports()),
              " (TLS)" if config["tls_cert"] else "", describe_backend(config))
+    server.metrics_server, metrics_context = await start_metrics(config, server)
     if ready is not None:
         ready(server)
     stop = asyncio.Event()
@@ -424,11 +453,15 @@ async def serve(config, config_path=None, overrides=None, ready=None):
                 context.load_cert_chain(config["tls_cert"], config["tls_key"])
                 if config["tls_ca"]:
                     context.load_verify_locations(config["tls_ca"])
+            if server.metrics_server is not None:
+                metrics_context.load_cert_chain(config["tls_cert"], config["tls_key"])
+                server.metrics_server.credentials = metrics.load_password_file(fresh["metrics_password_file"])
             backend = make_backend(fresh, server.backend)   # the Keycloak CA file read again
         except (OSError, ValueError, ssl.SSLError) as exc:
             LOG.error("reload: %s; keeping the running configuration", exc)
             return
-        for key in ("listen_host", "listen_port", "tls_cert", "tls_key", "tls_ca", "workers", "container_id"):
+        for key in ("listen_host", "listen_port", "tls_cert", "tls_key", "tls_ca", "workers", "container_id",
+                    "metrics_host", "metrics_port"):
             if fresh[key] != config[key]:
                 LOG.warning("reload: %s changed; it takes effect on restart", key)
         server.backend = backend
@@ -442,7 +475,31 @@ async def serve(config, config_path=None, overrides=None, ready=None):
     loop.add_signal_handler(signal.SIGHUP, reload)
     await stop.wait()
     LOG.info("stopping")
+    if server.metrics_server is not None:
+        await server.metrics_server.stop()
     await server.stop()
+
+
+async def start_metrics(config, server):
+    """``(MetricsServer, its TLS context)`` listening when metrics_port is set, else ``(None, None)``."""
+    if not config["metrics_port"]:
+        return None, None
+    try:
+        credentials = metrics.load_password_file(config["metrics_password_file"])
+        context = ssl_context(config, client_ca=False)
+    except (OSError, ValueError, ssl.SSLError) as exc:
+        await server.stop()
+        raise StartError("metrics endpoint: %s" % exc)
+    metrics_server = metrics.MetricsServer(server.metrics, credentials)
+    try:
+        await metrics_server.start(config["metrics_host"], config["metrics_port"], context)
+    except OSError as exc:
+        await server.stop()
+        raise StartError("metrics endpoint: cannot listen on %s:%s: %s"
+                         % (config["metrics_host"], config["metrics_port"], exc))
+    LOG.info("metrics on https://%s:%s/metrics (basic auth)", config["metrics_host"],
+             ",".join(str(p) for p in metrics_server.ports()))
+    return metrics_server, context
 
 
 def main(argv=None):
@@ -468,6 +525,10 @@ def main(argv=None):
                         help="seconds per Keycloak request (default %s)" % DEFAULTS["keycloak_timeout"])
     parser.add_argument("--cache-ttl", dest="cache_ttl", type=float,
                         help="seconds a successful check is remembered (default %s; 0 = off)" % DEFAULTS["cache_ttl"])
+    parser.add_argument("--metrics-host", dest="metrics_host", help="address of the metrics endpoint")
+    parser.add_argument("--metrics-port", dest="metrics_port", type=int, help="its port (default 0: no endpoint)")
+    parser.add_argument("--metrics-password-file", dest="metrics_password_file",
+                        help="JSON {username, salt, sha512}: the scraper's basic auth")
     parser.add_argument("--workers", dest="workers", type=int, help="password checks at once (default %d)" % DEFAULTS["workers"])
     parser.add_argument("--hash-password", action="store_true",
                         help="read a password on stdin (or the terminal), print its users-file hash and exit")
@@ -484,7 +545,8 @@ def main(argv=None):
     overrides = dict((k, getattr(args, k)) for k in ("listen_host", "listen_port", "users_dir", "default_realm", "log_level",
                                                      "tls_cert", "tls_key", "tls_ca", "workers", "backend",
                                                      "keycloak_url", "keycloak_ca", "keycloak_client_id",
-                                                     "keycloak_timeout", "cache_ttl"))
+                                                     "keycloak_timeout", "cache_ttl", "metrics_host", "metrics_port",
+                                                     "metrics_password_file"))
     try:
         config = load_config(args.config, overrides)
     except (OSError, ValueError) as exc:
