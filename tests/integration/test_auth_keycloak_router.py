@@ -19,12 +19,10 @@ refused.
 """
 import contextlib
 import os
-import subprocess
 import time
 
 import pytest
 
-import routers
 import test_auth_service_router as plain
 from helpers import free_port
 
@@ -56,23 +54,12 @@ def service_and_router(keycloak, root, cache_ttl):
     service = plain.AuthService(os.path.join(root, "service"), users_dir, free_port(), tls=plain.service_tls(tls), extra={
         "backend": "keycloak", "keycloak_url": keycloak.url, "keycloak_timeout": 5, "cache_ttl": cache_ttl,
         "log_level": "DEBUG"}).start()
-    mgmt = free_port()
     ports = {SPACE_A: free_port(), SPACE_B: free_port()}
-    conf = os.path.join(root, "qdrouterd.json")
-    with open(conf, "w") as handle:
-        handle.write(plain.router_config(mgmt, ports, service.port, tls))
-    log_path = os.path.join(root, "qdrouterd.log")
-    log = open(log_path, "w")
-    proc = subprocess.Popen([os.path.join(prefix, "sbin", "qdrouterd"), "-c", conf],
-                            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **routers.prefix_env(prefix)))
     try:
-        for port in [mgmt] + list(ports.values()):
-            plain.wait_listening(port, proc, log_path, "qdrouterd")
-        yield {"mgmt": "amqp://127.0.0.1:%d" % mgmt, "ports": ports, "service": service, "router": proc,
-               "router_log": log_path, "keycloak": keycloak, "ca": tls["ca"]}
+        with plain.running_router(prefix, root, ports, service.port, tls) as (mgmt, proc, log_path):
+            yield {"mgmt": "amqp://127.0.0.1:%d" % mgmt, "ports": ports, "service": service, "router": proc,
+                   "router_log": log_path, "keycloak": keycloak, "ca": tls["ca"]}
     finally:
-        plain.stop(proc)
-        log.close()
         service.stop()
 
 

@@ -10,7 +10,6 @@ import base64
 import json
 import os
 import ssl
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -18,8 +17,8 @@ import urllib.request
 import pytest
 
 from helpers import free_port
-from test_auth_service_router import (ALL, AuthService, build_router, connect, make_tls, refused, router_config,
-                                      router_env, service_tls, stop, wait_listening, write_users)
+from test_auth_service_router import (ALL, AuthService, build_router, connect, make_tls, refused, running_router,
+                                      service_tls, wait_listening, write_users)
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import metrics
 
@@ -46,21 +45,11 @@ def env(tmp_path_factory):
     extra = {"metrics_host": "127.0.0.1", "metrics_port": metrics_port, "metrics_password_file": password_file}
     service = AuthService(str(root / "service"), users_dir, free_port(), tls=service_tls(tls), extra=extra).start()
     wait_listening(metrics_port, service.proc, service.log, "the metrics endpoint")
-    mgmt = free_port()
     ports = {"space-a": free_port(), "space-c": free_port()}
-    conf = root / "qdrouterd.json"
-    conf.write_text(router_config(mgmt, ports, service.port, tls))
-    log_path = str(root / "qdrouterd.log")
-    log = open(log_path, "w")
-    proc = subprocess.Popen([os.path.join(prefix, "sbin", "qdrouterd"), "-c", str(conf)],
-                            stdout=log, stderr=subprocess.STDOUT, env=router_env(prefix))
     try:
-        for port in [mgmt] + list(ports.values()):
-            wait_listening(port, proc, log_path, "qdrouterd")
-        yield {"ports": ports, "service": service, "ca": tls["ca"], "metrics_port": metrics_port}
+        with running_router(prefix, root, ports, service.port, tls):
+            yield {"ports": ports, "service": service, "ca": tls["ca"], "metrics_port": metrics_port}
     finally:
-        stop(proc)
-        log.close()
         service.stop()
 
 

@@ -12,6 +12,7 @@ authenticatePeer, saslMechanisms PLAIN and that plugin; as the product by
 default, the listeners take TLS only (sslProfile ``clients``) and the plugins
 reach the service over TLS (sslProfile ``auth-service`` trusting the CA that
 signed the service's certificate)."""
+import contextlib
 import json
 import os
 import shutil
@@ -74,6 +75,28 @@ def stop(proc):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+@contextlib.contextmanager
+def running_router(prefix, root, ports, auth_port, tls):
+    """A qdrouterd (``router_config``) whose listeners ``ports`` ({space:
+    port}) delegate SASL to the auth service on ``auth_port``. Yields (its
+    management port, its process, its log's path) once every listener
+    accepts; stopped on exit."""
+    mgmt = free_port()
+    conf = os.path.join(str(root), "qdrouterd.json")
+    with open(conf, "w") as handle:
+        handle.write(router_config(mgmt, ports, auth_port, tls))
+    log_path = os.path.join(str(root), "qdrouterd.log")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([os.path.join(prefix, "sbin", "qdrouterd"), "-c", conf],
+                                stdout=log, stderr=subprocess.STDOUT, env=router_env(prefix))
+    try:
+        for port in [mgmt] + list(ports.values()):
+            wait_listening(port, proc, log_path, "qdrouterd")
+        yield mgmt, proc, log_path
+    finally:
+        stop(proc)
 
 
 def entity(kind, **attrs):
@@ -192,22 +215,12 @@ def env(tmp_path_factory):
     # space-c: no users file yet (a space being added)
     tls = make_tls(str(root))
     service = AuthService(str(root / "service"), users_dir, free_port(), tls=service_tls(tls)).start()
-    mgmt = free_port()
     ports = dict((s, free_port()) for s in SPACES)
-    conf = root / "qdrouterd.json"
-    conf.write_text(router_config(mgmt, ports, service.port, tls))
-    log_path = str(root / "qdrouterd.log")
-    log = open(log_path, "w")
-    proc = subprocess.Popen([os.path.join(prefix, "sbin", "qdrouterd"), "-c", str(conf)],
-                            stdout=log, stderr=subprocess.STDOUT, env=router_env(prefix))
     try:
-        for port in [mgmt] + list(ports.values()):
-            wait_listening(port, proc, log_path, "qdrouterd")
-        yield {"mgmt": "amqp://127.0.0.1:%d" % mgmt, "ports": ports, "service": service,
-               "users_dir": users_dir, "router_log": log_path, "ca": tls["ca"]}
+        with running_router(prefix, root, ports, service.port, tls) as (mgmt, unused, log_path):
+            yield {"mgmt": "amqp://127.0.0.1:%d" % mgmt, "ports": ports, "service": service,
+                   "users_dir": users_dir, "router_log": log_path, "ca": tls["ca"]}
     finally:
-        stop(proc)
-        log.close()
         service.stop()
 
 
