@@ -74,7 +74,7 @@ func (b *Bridge) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 	r, err := s.SendWithReceipt(ctx, msg, nil)
 	if err != nil {
 		b.Log.Info("publish not sent", "client", cl.ID, "address", address, "error", err)
-		b.Metrics.Publish(pk.FixedHeader.Qos, pubFailed)
+		b.Metrics.Publish(pk.FixedHeader.Qos, sendOutcome(err))
 		return pk, b.refuse(cl, pk, err)
 	}
 	select {
@@ -102,6 +102,17 @@ func (b *Bridge) refuse(cl *mqtt.Client, pk packets.Packet, err error) error {
 	return packets.ErrRejectPacket
 }
 
+// sendOutcome: the router's detach for a missing send permission (it may
+// come after the attach, at the first transfer) is a refusal; any other
+// error a failure.
+func sendOutcome(err error) string {
+	var le *amqp.LinkError
+	if errors.As(err, &le) && le.RemoteErr != nil && le.RemoteErr.Condition == amqp.ErrCondUnauthorizedAccess {
+		return pubRefused
+	}
+	return pubFailed
+}
+
 // ackLoop writes PUBACKs in the order of the publishes, each after the
 // router's outcome: accepted -> success; else MQTT 5 0x80, MQTT 3.1.1 no
 // PUBACK and the connection closed (the client resends on reconnect).
@@ -116,7 +127,7 @@ func (b *Bridge) ackLoop(cl *mqtt.Client, l *link) {
 			if _, ok := state.(*amqp.StateAccepted); ok && err == nil {
 				b.Metrics.Publish(1, pubAccepted) // before the PUBACK: a client that has it sees the count
 			} else if err != nil {
-				b.Metrics.Publish(1, pubFailed)
+				b.Metrics.Publish(1, sendOutcome(err))
 			} else {
 				b.Metrics.Publish(1, pubRefused)
 			}

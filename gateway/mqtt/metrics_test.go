@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/go-amqp"
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
@@ -252,5 +253,18 @@ func TestServeMetricsIsHTTPSOnly(t *testing.T) {
 	req.SetBasicAuth("prometheus", "s3cret")
 	if resp, err := client.Do(req); err != nil || resp.StatusCode != 401 {
 		t.Errorf("old password after the reload: want 401, got %v %v", resp, err)
+	}
+}
+
+func TestSendOutcomeRefusedOnlyForUnauthorizedAccess(t *testing.T) {
+	unauthorized := &amqp.LinkError{RemoteErr: &amqp.Error{Condition: amqp.ErrCondUnauthorizedAccess}}
+	if got := sendOutcome(fmt.Errorf("wrapped: %w", unauthorized)); got != pubRefused {
+		t.Errorf("unauthorized-access: want refused, got %s", got)
+	}
+	if got := sendOutcome(&amqp.LinkError{RemoteErr: &amqp.Error{Condition: amqp.ErrCondInternalError}}); got != pubFailed {
+		t.Errorf("internal-error: want failed, got %s", got)
+	}
+	if got := sendOutcome(context.DeadlineExceeded); got != pubFailed {
+		t.Errorf("timeout: want failed, got %s", got)
 	}
 }
