@@ -73,7 +73,7 @@ def env(tmp_path_factory):
             gw_log = str(root / "gateway.log")
             with open(gw_log, "w") as glog:
                 gw = subprocess.Popen([binary, "-config", str(root / "gateway.json")], stdout=glog,
-                                          stderr=subprocess.STDOUT)
+                                      stderr=subprocess.STDOUT)
             asr.wait_listening(port, gw, gw_log, "the MQTT gateway")
             asr.wait_listening(metrics_port, gw, gw_log, "the MQTT gateway's metrics listener")
             yield {"port": port, "ca": tls["ca"], "ports": ports, "gateway": gw, "gateway_log": gw_log,

@@ -106,8 +106,8 @@ def test_prereqs_refuse_a_port_clash_a_bad_port_and_a_bad_username(tmp_path, ext
 
 
 def test_prereqs_ignore_the_metrics_ports_when_off(tmp_path):
-    out, results = play(tmp_path, "prereqs.yml", variables(tmp_path, mqtt_gateway_metrics_port=8884,
-                                                            mqtt_gateway_metrics_enabled=False))
+    v = variables(tmp_path, mqtt_gateway_metrics_port=8884, mqtt_gateway_metrics_enabled=False)
+    out, results = play(tmp_path, "prereqs.yml", v)
     bad = [(n, r) for n, r in failed(results) if "systemd" not in n]
     assert not bad, bad
 
