@@ -50,6 +50,7 @@ type link struct {
 	subs       map[string][]*sub // filter -> receivers of a granted subscription
 	deliveries map[uint16]delivery
 	acks       chan pending
+	pubQos     atomic.Uint32 // QoS of the publish being read (metrics of an ACL refusal)
 	done       chan struct{}
 	ctx        context.Context
 	cancel     context.CancelFunc
@@ -68,6 +69,7 @@ type Bridge struct {
 	links   map[*mqtt.Client]*link
 	users   map[string]int64
 	Store   *RetainStore // nil: retained messages are forwarded, not kept
+	Metrics *Metrics     // nil: no metrics endpoint
 	reads   sync.Map     // readKey -> chan readResult: retained reads started at the ACL check
 	subacks sync.Map     // subackKey -> chan struct{}: closed when that SUBACK was written
 }
@@ -80,6 +82,13 @@ func NewBridge(c *Config, t *Table, tlsc *tls.Config, log *slog.Logger) *Bridge 
 }
 
 func (b *Bridge) SetTable(t *Table) { b.table.Store(t) }
+
+// Clients: the number of connected clients (with their router connection).
+func (b *Bridge) Clients() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.links)
+}
 
 func (b *Bridge) ID() string { return "enmasse-amqp-bridge" }
 
@@ -127,6 +136,7 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	if max > 0 && b.users[user] >= max {
 		b.mu.Unlock()
 		b.Log.Info("connect refused: connections per user", "client", cl.ID, "user", user, "remote", cl.Net.Remote, "max", max)
+		b.Metrics.Connection(connQuotaExceeded)
 		return connack(cl, packets.ErrQuotaExceeded, packets.Err3ServerUnavailable.Code)
 	}
 	b.users[user]++ // reserved while the router answers
@@ -136,12 +146,14 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 		b.release(user)
 		b.Log.Info("connect refused", "client", cl.ID, "user", user, "remote", cl.Net.Remote,
 			"reason", fmt.Sprintf("0x%02x", code.Code), "error", err)
+		b.Metrics.ConnectionRefused(code)
 		return connack(cl, code, v3)
 	}
 	b.mu.Lock()
 	b.links[cl] = l
 	b.mu.Unlock()
 	go b.ackLoop(cl, l)
+	b.Metrics.Connection(connAccepted)
 	b.Log.Info("connected", "client", cl.ID, "user", user, "remote", cl.Net.Remote, "listener", cl.Net.Listener,
 		"version", cl.Properties.ProtocolVersion)
 	return nil
@@ -234,12 +246,18 @@ func (b *Bridge) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Packe
 	v5 := cl.Properties.ProtocolVersion == 5
 	if pk.FixedHeader.Qos == 2 {
 		b.Log.Info("publish refused: QoS 2 is not supported", "client", cl.ID, "topic", pk.TopicName)
+		b.Metrics.Publish(2, pubRefused)
 		if v5 {
 			_ = b.Server.DisconnectClient(cl, packets.ErrQosNotSupported)
 		} else {
 			cl.Stop(packets.ErrQosNotSupported)
 		}
 		return pk, packets.ErrRejectPacket // mochi ends the connection
+	}
+	if !mqtt.IsValidFilter(pk.TopicName, true) { // mochi drops it before the ACL check
+		b.Metrics.Publish(pk.FixedHeader.Qos, pubRefused)
+	} else if l := b.linkOf(cl); l != nil {
+		l.pubQos.Store(uint32(pk.FixedHeader.Qos)) // read by OnACLCheck (same goroutine, next)
 	}
 	if pk.FixedHeader.Qos == 1 && !mqtt.IsValidFilter(pk.TopicName, true) {
 		b.Log.Info("publish refused: reserved topic", "client", cl.ID, "topic", pk.TopicName)
@@ -262,6 +280,9 @@ func (b *Bridge) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 	if write {
 		if t.Address(topic) == "" {
 			b.Log.Info("publish refused: not an address of the space", "client", cl.ID, "topic", topic)
+			if l := b.linkOf(cl); l != nil {
+				b.Metrics.Publish(byte(l.pubQos.Load()), pubRefused)
+			}
 			return false
 		}
 		return true
@@ -270,12 +291,14 @@ func (b *Bridge) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 	addresses := t.Expand(topic)
 	if l == nil || len(addresses) == 0 {
 		b.Log.Info("subscribe refused: no address of the space matches", "client", cl.ID, "filter", topic)
+		b.Metrics.Subscription(false)
 		return false
 	}
 	b.prefetchRetained(cl, topic) // read in parallel with the probe (retained_hooks.go)
 	rs := b.attach(cl, l, addresses)
 	if len(rs) == 0 {
 		b.Log.Info("subscribe refused: no recv permission", "client", cl.ID, "user", l.user, "filter", topic)
+		b.Metrics.Subscription(false)
 		return false
 	}
 	l.mu.Lock()
@@ -315,6 +338,7 @@ func (b *Bridge) OnSubscribed(cl *mqtt.Client, pk packets.Packet, codes []byte) 
 		l.mu.Unlock()
 		closeAll(old)
 		go b.startSubscription(cl, l, f, rs, codes[i], old != nil, sent)
+		b.Metrics.Subscription(true)
 		b.Log.Info("subscribed", "client", cl.ID, "filter", f.Filter, "addresses", len(rs), "qos", codes[i])
 	}
 }

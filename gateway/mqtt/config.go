@@ -32,6 +32,10 @@ type Config struct {
 	ServicePasswordFile string   `json:"service_password_file"`
 	RetainedAddress     string   `json:"retained_address"`
 	servicePassword     string
+	// the metrics endpoint (metrics.go): both or none
+	MetricsListen       string `json:"metrics_listen"`
+	MetricsPasswordFile string `json:"metrics_password_file"`
+	metricsCredentials  *MetricsCredentials
 }
 
 // Defaults of the optional numeric fields.
@@ -136,6 +140,9 @@ func (c *Config) Validate() error {
 	if err := c.validateService(); err != nil {
 		return err
 	}
+	if err := c.validateMetrics(); err != nil {
+		return err
+	}
 	switch c.LogLevel {
 	case "":
 		c.LogLevel = "info"
@@ -143,5 +150,32 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("log_level: %q must be \"info\" or \"debug\"", c.LogLevel)
 	}
+	return nil
+}
+
+// validateMetrics: metrics_listen (host:port, HTTPS with tls_cert_file /
+// tls_key_file) and metrics_password_file go together; the password file
+// is read now (and again on SIGHUP).
+func (c *Config) validateMetrics() error {
+	if c.MetricsListen == "" && c.MetricsPasswordFile == "" {
+		return nil
+	}
+	if c.MetricsListen == "" {
+		return fmt.Errorf("metrics_listen: is required with metrics_password_file (host:port of the HTTPS metrics listener)")
+	}
+	if err := hostPort("metrics_listen", c.MetricsListen); err != nil {
+		return err
+	}
+	if c.MetricsPasswordFile == "" {
+		return fmt.Errorf("metrics_password_file: is required with metrics_listen (no metrics without basic auth)")
+	}
+	if c.TLSCertFile == "" || c.TLSKeyFile == "" {
+		return fmt.Errorf("tls_cert_file: %q, tls_key_file: %q: both are required when metrics_listen is set (HTTPS only)", c.TLSCertFile, c.TLSKeyFile)
+	}
+	cred, err := LoadMetricsCredentials(c.MetricsPasswordFile)
+	if err != nil {
+		return err
+	}
+	c.metricsCredentials = cred
 	return nil
 }

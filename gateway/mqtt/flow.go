@@ -38,6 +38,7 @@ func (b *Bridge) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 	l := b.linkOf(cl)
 	address := b.table.Load().Address(pk.TopicName)
 	if l == nil || address == "" {
+		b.Metrics.Publish(pk.FixedHeader.Qos, pubRefused)
 		return pk, packets.ErrRejectPacket
 	}
 	msg := amqp.NewMessage(pk.Payload)
@@ -50,10 +51,12 @@ func (b *Bridge) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 	s, err := b.sender(l, address)
 	if err != nil {
 		b.Log.Info("publish refused by the router", "client", cl.ID, "user", l.user, "address", address, "error", err)
+		b.Metrics.Publish(pk.FixedHeader.Qos, pubRefused)
 		return pk, b.refuse(cl, pk, err)
 	}
 	if pk.FixedHeader.Retain {
 		if err := b.retain(cl, pk); err != nil {
+			b.Metrics.Publish(pk.FixedHeader.Qos, pubFailed)
 			return pk, b.refuse(cl, pk, err)
 		}
 	}
@@ -62,12 +65,16 @@ func (b *Bridge) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 	if pk.FixedHeader.Qos == 0 {
 		if err := s.Send(ctx, msg, &amqp.SendOptions{Settled: true}); err != nil {
 			b.Log.Info("QoS 0 publish dropped", "client", cl.ID, "address", address, "error", err)
+			b.Metrics.Publish(0, pubFailed)
+		} else {
+			b.Metrics.Publish(0, pubAccepted)
 		}
 		return pk, packets.ErrRejectPacket
 	}
 	r, err := s.SendWithReceipt(ctx, msg, nil)
 	if err != nil {
 		b.Log.Info("publish not sent", "client", cl.ID, "address", address, "error", err)
+		b.Metrics.Publish(pk.FixedHeader.Qos, sendOutcome(err))
 		return pk, b.refuse(cl, pk, err)
 	}
 	select {
@@ -95,6 +102,17 @@ func (b *Bridge) refuse(cl *mqtt.Client, pk packets.Packet, err error) error {
 	return packets.ErrRejectPacket
 }
 
+// sendOutcome: the router's detach for a missing send permission (it may
+// come after the attach, at the first transfer) is a refusal; any other
+// error a failure.
+func sendOutcome(err error) string {
+	var le *amqp.LinkError
+	if errors.As(err, &le) && le.RemoteErr != nil && le.RemoteErr.Condition == amqp.ErrCondUnauthorizedAccess {
+		return pubRefused
+	}
+	return pubFailed
+}
+
 // ackLoop writes PUBACKs in the order of the publishes, each after the
 // router's outcome: accepted -> success; else MQTT 5 0x80, MQTT 3.1.1 no
 // PUBACK and the connection closed (the client resends on reconnect).
@@ -106,6 +124,13 @@ func (b *Bridge) ackLoop(cl *mqtt.Client, l *link) {
 		case p := <-l.acks:
 			state, err := p.receipt.Wait(l.ctx)
 			code := packets.CodeSuccess
+			if _, ok := state.(*amqp.StateAccepted); ok && err == nil {
+				b.Metrics.Publish(1, pubAccepted) // before the PUBACK: a client that has it sees the count
+			} else if err != nil {
+				b.Metrics.Publish(1, sendOutcome(err))
+			} else {
+				b.Metrics.Publish(1, pubRefused)
+			}
 			if _, ok := state.(*amqp.StateAccepted); !ok || err != nil {
 				b.Log.Info("publish not accepted by the router", "client", cl.ID, "state", fmt.Sprintf("%T", state), "error", err)
 				if cl.Properties.ProtocolVersion != 5 {
@@ -184,7 +209,9 @@ func (b *Bridge) receive(cl *mqtt.Client, l *link, r *amqp.Receiver, m *amqp.Mes
 			TopicName: topic, Payload: payload(m), Created: time.Now().Unix()}
 		out.FixedHeader.Retain = rap && retainFlag(m)
 		if out.FixedHeader.Qos == 0 {
-			_ = cl.WritePacket(out)
+			if cl.WritePacket(out) == nil {
+				b.Metrics.Delivered(0)
+			}
 			_ = r.AcceptMessage(l.ctx, m)
 			m = nil
 			continue
@@ -206,6 +233,8 @@ func (b *Bridge) receive(cl *mqtt.Client, l *link, r *amqp.Receiver, m *amqp.Mes
 			delete(l.deliveries, out.PacketID)
 			l.mu.Unlock()
 			_ = r.ReleaseMessage(l.ctx, m)
+		} else {
+			b.Metrics.Delivered(1)
 		}
 		m = nil
 	}

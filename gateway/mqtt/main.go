@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"flag"
@@ -67,11 +68,13 @@ func main() {
 		fail(err)
 	}
 	var ltls *tls.Config
-	if c.ListenTLS != "" {
-		cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
-		if err != nil {
+	var cert tls.Certificate
+	if c.ListenTLS != "" || c.MetricsListen != "" {
+		if cert, err = tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile); err != nil {
 			fail(fmt.Errorf("tls_cert_file/tls_key_file: %v", err))
 		}
+	}
+	if c.ListenTLS != "" {
 		ltls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 	}
 	level := slog.LevelInfo
@@ -96,6 +99,16 @@ func main() {
 	b := NewBridge(c, table, rtls, log)
 	b.Server = server
 	b.Store = newRetainStore(c, b)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var mh *MetricsHandler
+	if c.MetricsListen != "" {
+		b.Metrics = NewMetrics(c.Space, b.Clients)
+		mh = NewMetricsHandler(b.Metrics, c.metricsCredentials)
+		if _, err := ServeMetrics(ctx, c.MetricsListen, cert, mh, log); err != nil {
+			fail(err)
+		}
+	}
 	if err := server.AddHook(b, nil); err != nil {
 		fail(err)
 	}
@@ -114,7 +127,7 @@ func main() {
 	}
 	log.Info("started", "listen_tls", c.ListenTLS, "listen_plain", c.ListenPlain, "routers", c.Routers,
 		"addresses", len(table.Addresses),
-		"retained_address", c.RetainedAddress, "service_user", c.ServiceUser)
+		"retained_address", c.RetainedAddress, "service_user", c.ServiceUser, "metrics_listen", c.MetricsListen)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	for s := range sig {
@@ -126,6 +139,14 @@ func main() {
 		} else {
 			b.SetTable(t)
 			log.Info("table reloaded", "addresses", len(t.Addresses))
+		}
+		if mh != nil {
+			if cred, err := LoadMetricsCredentials(c.MetricsPasswordFile); err != nil {
+				log.Error("metrics password not reloaded: the previous one stays", "error", err)
+			} else {
+				mh.Credentials.Store(cred)
+				log.Info("metrics password reloaded")
+			}
 		}
 	}
 	log.Info("stopping")

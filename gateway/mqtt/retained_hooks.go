@@ -21,6 +21,7 @@ func (b *Bridge) retain(cl *mqtt.Client, pk packets.Packet) error {
 		b.Log.Info("retained message not stored", "client", cl.ID, "topic", pk.TopicName, "error", err)
 		return err
 	}
+	b.Metrics.Retained()
 	b.Log.Info("retained", "client", cl.ID, "topic", pk.TopicName, "cleared", len(pk.Payload) == 0)
 	return nil
 }
@@ -80,6 +81,7 @@ func (b *Bridge) sendRetained(cl *mqtt.Client, l *link, filter string, rs []*sub
 			b.Log.Info("retained message not delivered", "client", cl.ID, "topic", m.Topic, "error", err)
 			return
 		}
+		b.Metrics.Delivered(q)
 		n++
 	}
 	b.Log.Info("retained sent", "client", cl.ID, "filter", filter, "messages", n)

@@ -15,8 +15,9 @@
   a job with ``ports_var`` scrapes, on each host, every port listed in that
   host variable (brokers: ``broker_metrics_ports``, one per Artemis
   instance, published by the broker role; the auth service:
-  ``auth_service_metrics_ports``, published by the auth_service role) instead
-  of ``port``.
+  ``auth_service_metrics_ports``, published by the auth_service role; the
+  MQTT gateways: ``mqtt_gateway_metrics_ports``, one per instance, published
+  by the mqtt_gateway role) instead of ``port``.
 
 The documentation of each filter is in the sidecar ``<filter>.yml``."""
 

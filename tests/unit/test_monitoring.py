@@ -176,3 +176,19 @@ def test_default_auth_service_job_scrapes_the_routers_that_publish_the_port():
     # metrics off everywhere (no monitoring group when the auth_service role ran): no job
     hostvars = {"b1": {"broker_metrics_ports": [9404]}}
     assert "auth_service" not in [j["job_name"] for j in fmon.monitoring_scrape_configs(jobs, GROUPS, hostvars)]
+
+
+def test_default_mqtt_gateways_job_scrapes_every_instance_of_the_gateway_hosts():
+    """The role's default job mqtt_gateways: one target per instance (mqtt_gateway_metrics_ports,
+    published by the mqtt_gateway role when its metrics are on), HTTPS verified with the CA,
+    basic auth from a file; no job when no gateway host published a port."""
+    jobs = yaml.safe_load(open(os.path.join(ROLE, "defaults", "main.yml")))["monitoring_jobs"]
+    groups = dict(GROUPS, mqtt_gateways=["g2", "g1"])
+    hostvars = {"g1": {"mqtt_gateway_metrics_ports": [9467, 9468]}, "g2": {"mqtt_gateway_metrics_ports": ["9467"]}}
+    out = dict((j["job_name"], j) for j in fmon.monitoring_scrape_configs(jobs, groups, hostvars))
+    assert out["mqtt_gateways"] == {
+        "job_name": "mqtt_gateways", "scheme": "https", "metrics_path": "/metrics",
+        "static_configs": [{"targets": ["g1:9467", "g1:9468", "g2:9467"]}], "tls_config": {"ca_file": CA},
+        "basic_auth": {"username": "prometheus", "password_file": "/etc/prometheus/enmasse-mqtt-gateway.password"}}
+    hostvars = {"g1": {"mqtt_gateway_metrics_ports": []}}
+    assert "mqtt_gateways" not in [j["job_name"] for j in fmon.monitoring_scrape_configs(jobs, groups, hostvars)]

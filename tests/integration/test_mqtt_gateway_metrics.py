@@ -1,0 +1,252 @@
+"""The MQTT gateway's metrics endpoint (gateway/mqtt/metrics.go, issue 22,
+docs/monitoring.md "MQTT gateways"): the REAL gateway binary
+(scripts/build-mqtt-gateway.sh; ENMASSE_MQTT_GATEWAY) in front of a REAL
+qdrouterd 1.19 and the collection's auth service, REAL paho-mqtt clients that
+log in right and wrong, publish and subscribe; then scraped over HTTPS (the
+gateway's certificate, verified with the CA that signed it) with basic auth
+against the auth service's salted SHA-512 password file, as Prometheus does,
+and by the REAL Prometheus with the monitoring role's job mqtt_gateways. The
+counters must say what the clients did; no user name or client id may appear
+in the scrape. Without or with wrong credentials and over plain HTTP the
+endpoint gives nothing; SIGHUP re-reads the password file."""
+import base64
+import json
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import urllib.error
+import urllib.request
+
+import pytest
+import yaml
+
+import test_auth_service_router as asr
+from helpers import free_port
+from test_mqtt_gateway import ADDRESSES, OPEN, Consumer, Mqtt, gateway_binary, wait_for, write_table
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.auth import metrics
+
+pytestmark = [pytest.mark.integration, pytest.mark.router]
+
+SCRAPE_USER = "prometheus"
+SCRAPE_PASSWORD = "scrape-pw-" + os.urandom(6).hex()
+P = "enmasse_mqtt_gateway_"
+
+
+def write_password(path, password, salt="host-salt"):
+    with open(path + ".tmp", "w") as handle:
+        json.dump(metrics.password_file_document(SCRAPE_USER, password, salt), handle)
+    os.chmod(path + ".tmp", 0o640)
+    os.replace(path + ".tmp", path)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    pytest.importorskip("proton")
+    pytest.importorskip("paho.mqtt")
+    binary = gateway_binary()
+    prefix = asr.build_router()
+    root = tmp_path_factory.mktemp("mqttmetrics")
+    users_dir = str(root / "users")
+    os.makedirs(users_dir)
+    asr.write_users(users_dir, "space-a", {"alice": ("secret-a", asr.ALL),
+                                           "carol": ("carol-pw", ["send_q1", "recv_q1"])})
+    tls = asr.make_tls(str(root))
+    service = asr.AuthService(str(root / "service"), users_dir, free_port(), tls=asr.service_tls(tls)).start()
+    ports = {"space-a": free_port()}
+    gw = None
+    try:
+        with asr.running_router(prefix, root, ports, service.port, tls):
+            table = str(root / "table.json")
+            write_table(table, ADDRESSES)
+            password_file = str(root / "metrics-password.json")
+            write_password(password_file, SCRAPE_PASSWORD)
+            cert, key = tls["router"]  # a server certificate of the test CA for 127.0.0.1 / localhost
+            port, metrics_port = free_port(), free_port()
+            config = {"space": "space-a", "listen_tls": "127.0.0.1:%d" % port, "tls_cert_file": cert,
+                      "tls_key_file": key, "routers": ["127.0.0.1:%d" % ports["space-a"]],
+                      "router_tls": True, "router_ca_file": tls["ca"], "table_file": table,
+                      "metrics_listen": "127.0.0.1:%d" % metrics_port, "metrics_password_file": password_file}
+            (root / "gateway.json").write_text(json.dumps(config))
+            gw_log = str(root / "gateway.log")
+            with open(gw_log, "w") as glog:
+                gw = subprocess.Popen([binary, "-config", str(root / "gateway.json")], stdout=glog,
+                                      stderr=subprocess.STDOUT)
+            asr.wait_listening(port, gw, gw_log, "the MQTT gateway")
+            asr.wait_listening(metrics_port, gw, gw_log, "the MQTT gateway's metrics listener")
+            yield {"port": port, "ca": tls["ca"], "ports": ports, "gateway": gw, "gateway_log": gw_log,
+                   "metrics_port": metrics_port, "password_file": password_file, "root": str(root)}
+    finally:
+        if gw:
+            asr.stop(gw)
+        service.stop()
+
+
+@pytest.fixture(autouse=True)
+def close_clients():
+    yield
+    while OPEN:
+        OPEN.pop().close()
+
+
+def scrape(env, user=SCRAPE_USER, password=SCRAPE_PASSWORD, scheme="https"):
+    """(HTTP status, body) of GET /metrics, verifying the gateway's certificate with the CA."""
+    request = urllib.request.Request("%s://127.0.0.1:%d/metrics" % (scheme, env["metrics_port"]))
+    if user is not None:
+        token = base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+        request.add_header("Authorization", "Basic " + token)
+    context = ssl.create_default_context(cafile=env["ca"])
+    try:
+        with urllib.request.urlopen(request, context=context if scheme == "https" else None, timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def values(env):
+    """{series without the space label: value}; every series must carry space="space-a"."""
+    status, text = scrape(env)
+    assert status == 200, text
+    out = {}
+    for line in text.splitlines():
+        if line.startswith(P):
+            name, value = line.rsplit(" ", 1)
+            assert 'space="space-a"' in name, name
+            out[name.replace('space="space-a"', "").replace(",}", "}").replace("{}", "")] = float(value)
+    return out
+
+
+def pub(qos, outcome):
+    return '%spublishes_received_total{outcome="%s",qos="%d"}' % (P, outcome, qos)
+
+
+def conn(outcome):
+    return '%sconnections_total{outcome="%s"}' % (P, outcome)
+
+
+def delta(before, after):
+    return dict((k, after[k] - before.get(k, 0)) for k in after if after[k] != before.get(k, 0))
+
+
+def test_accepted_publishes_deliveries_and_clients_are_counted(env):
+    before = values(env)
+    consumer = Consumer(env, "q1")
+    try:
+        c = Mqtt(env, "alice", "secret-a")
+        assert c.connack == 0
+        for i in range(5):
+            assert c.puback(c.publish("q1", b"m%d" % i)).value == 0
+        c.publish("q1", b"zero", qos=0)
+        consumer.wait(6)
+        sub = Mqtt(env, "alice", "secret-a", version=3)
+        assert sub.subscribe("t/a") == [1]
+        assert c.puback(c.publish("t/a", b"to the subscriber")).value == 0
+        assert wait_for(lambda: sub.messages), "the subscriber got nothing"
+        during = values(env)
+        assert during[P + "connected_clients"] == 2
+        got = delta(before, during)
+        assert got.get(pub(1, "accepted")) == 6  # 5 to q1, 1 to t/a: each counted before its PUBACK
+        assert got.get(pub(0, "accepted")) == 1
+        assert got.get(conn("accepted")) == 2
+        assert got.get('%smessages_delivered_total{qos="1"}' % P) == 1
+        assert got.get('%ssubscriptions_total{outcome="accepted"}' % P) == 1
+        assert not [k for k in got if "refused" in k or "failed" in k or "bad_credentials" in k], got
+    finally:
+        consumer.stop()
+    c.close()
+    sub.close()
+    assert wait_for(lambda: values(env)[P + "connected_clients"] == 0), "connected_clients stayed up"
+
+
+def test_refusals_are_counted_by_outcome_without_names(env):
+    before = values(env)
+    for unused in range(2):
+        bad = Mqtt(env, "alice", "wrong-password", client_id="client-id-wrong")
+        assert bad.connack.value == 0x86
+        bad.c.loop_stop()
+    nobody = Mqtt(env, None, None)
+    assert nobody.connack.value == 0x87
+    nobody.c.loop_stop()
+    c = Mqtt(env, "carol", "carol-pw", client_id="client-id-carol")
+    assert c.puback(c.publish("q2", b"no send")).value == 0x87       # the router refuses the sender
+    assert c.puback(c.publish("not-declared", b"x")).value == 0x87   # not an address of the space
+    assert c.puback(c.publish("$SYS/x", b"x")).value == 0x87         # reserved
+    c.publish("not-declared", b"x", qos=0)
+    assert c.subscribe("not-declared")[0] >= 0x80
+    assert c.subscribe("q2")[0] >= 0x80                              # no recv
+    assert c.connected
+    got = delta(before, values(env))
+    assert got.get(conn("bad_credentials")) == 2
+    assert got.get(conn("not_authorized")) == 1
+    assert got.get(conn("accepted")) == 1
+    assert got.get(pub(1, "refused")) == 3, got
+    assert got.get(pub(0, "refused")) == 1
+    assert got.get('%ssubscriptions_total{outcome="refused"}' % P) == 2
+    assert not [k for k in got if "accepted" in k and "connections" not in k], got
+    text = scrape(env)[1]
+    for name in ("alice", "carol", "client-id-wrong", "client-id-carol", "wrong-password", "not-declared", "q2"):
+        assert name not in text, name
+
+
+@pytest.mark.parametrize("user, password", [(None, None), (SCRAPE_USER, "wrong"), ("admin", SCRAPE_PASSWORD),
+                                            (SCRAPE_USER, "")])
+def test_without_the_right_credentials_the_endpoint_answers_401_and_no_metrics(env, user, password):
+    status, text = scrape(env, user, password)
+    assert status == 401
+    assert P not in text
+
+
+def test_plain_http_gets_nothing(env):
+    try:
+        status, text = scrape(env, scheme="http")
+    except (urllib.error.URLError, ConnectionError, OSError):
+        return
+    assert status == 400 and P not in text
+
+
+def test_sighup_rereads_the_password_file(env):
+    new = "rotated-" + os.urandom(6).hex()
+    write_password(env["password_file"], new, salt="another-salt")
+    env["gateway"].send_signal(signal.SIGHUP)
+    try:
+        assert wait_for(lambda: scrape(env, password=new)[0] == 200), open(env["gateway_log"]).read()
+        assert scrape(env)[0] == 401
+        assert env["gateway"].poll() is None
+    finally:
+        write_password(env["password_file"], SCRAPE_PASSWORD)
+        env["gateway"].send_signal(signal.SIGHUP)
+        assert wait_for(lambda: scrape(env)[0] == 200)
+
+
+@pytest.mark.skipif(not (shutil.which("prometheus") and shutil.which("prometheus-alertmanager")),
+                    reason="prometheus / prometheus-alertmanager missing (Debian packages; scripts/test.sh installs them)")
+def test_prometheus_scrapes_the_gateway_with_the_role_job(env, tmp_path):
+    """The monitoring role's default job mqtt_gateways (https verified with the CA,
+    basic auth from a password file, the port from mqtt_gateway_metrics_ports)."""
+    import test_monitoring_alert as tma
+    (tmp_path / "password").write_text(SCRAPE_PASSWORD)
+    defaults = yaml.safe_load(open(os.path.join(tma.ROLE, "defaults", "main.yml")))
+    job = dict(next(j for j in defaults["monitoring_jobs"] if j["name"] == "mqtt_gateways"),
+               ca_file=env["ca"], password_file=str(tmp_path / "password"))
+    mon = tma._start(tmp_path, [job], {"mqtt_gateways": ["127.0.0.1"]},
+                     {"127.0.0.1": {job["ports_var"]: [env["metrics_port"]]}})
+    try:
+        assert SCRAPE_PASSWORD not in mon["conf"].read_text()
+
+        def gateway_up():
+            res = tma._get(mon["prom"] + '/api/v1/query?query=up{job="mqtt_gateways"}')["data"]["result"]
+            return res if res and res[0]["value"][1] == "1" else None
+
+        got = tma._wait("up == 1 for the MQTT gateway target", gateway_up)
+        assert got[0]["metric"]["instance"] == "127.0.0.1:%d" % env["metrics_port"]
+
+        def accepted():
+            q = '/api/v1/query?query=%sconnections_total{job="mqtt_gateways",outcome="accepted"}' % P
+            return tma._get(mon["prom"] + q)["data"]["result"] or None
+
+        res = tma._wait("enmasse_mqtt_gateway_connections_total scraped", accepted)
+        assert res[0]["metric"]["space"] == "space-a"
+    finally:
+        tma._stop(mon)
