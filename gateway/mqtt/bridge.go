@@ -169,6 +169,10 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 		return connack(cl, code, v3)
 	}
 	l.will = w
+	if w != nil {
+		b.Log.Info("will registered", "client", cl.ID, "address", w.address, "qos", w.pk.FixedHeader.Qos,
+			"retain", w.pk.FixedHeader.Retain, "delay", w.delay)
+	}
 	if n := b.delayed.cancel(cl.ID, user); n > 0 {
 		b.Log.Info("delayed will cancelled: the client reconnected", "client", cl.ID, "wills", n)
 	}

@@ -254,6 +254,8 @@ func (b *Bridge) OnQosComplete(cl *mqtt.Client, pk packets.Packet) {
 
 // OnDisconnect closes the client's AMQP connection: unacknowledged
 // deliveries go back to the router (released), the user's slot is freed.
+// A due will (willDue) keeps the connection, its receivers closed, until
+// the will was sent or cancelled (will.go).
 func (b *Bridge) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 	b.mu.Lock()
 	l := b.links[cl]
@@ -266,5 +268,21 @@ func (b *Bridge) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 	b.Log.Info("disconnected", "client", cl.ID, "user", l.user, "error", err)
 	close(l.done)
 	l.cancel()
-	_ = l.conn.Close()
+	if l.will == nil || !willDue(err, cl.StopCause()) {
+		_ = l.conn.Close()
+		return
+	}
+	l.mu.Lock()
+	var rs []*sub
+	for f, s := range l.subs {
+		rs = append(rs, s...)
+		delete(l.subs, f)
+	}
+	for f, s := range l.staged {
+		rs = append(rs, s...)
+		delete(l.staged, f)
+	}
+	l.mu.Unlock()
+	closeAll(rs) // nothing more is routed to a gone client
+	b.goneWithWill(cl, l, l.will)
 }

@@ -68,8 +68,27 @@ func (b *Bridge) sendable(l *link, topic string) (string, *amqp.Sender, error) {
 // permission), not a failure of the router connection.
 func notAuthorized(err error) bool {
 	var le *amqp.LinkError
+	var ae *amqp.Error
 	return errors.Is(err, errNotAddress) ||
-		(errors.As(err, &le) && le.RemoteErr != nil && le.RemoteErr.Condition == amqp.ErrCondUnauthorizedAccess)
+		(errors.As(err, &le) && le.RemoteErr != nil && le.RemoteErr.Condition == amqp.ErrCondUnauthorizedAccess) ||
+		(errors.As(err, &ae) && ae.Condition == amqp.ErrCondUnauthorizedAccess)
+}
+
+// probeSend: a PUBLISH learns the router's verdict on its send permission
+// at its first transfer (qdrouterd answers the attach of a sender it
+// refuses, then detaches it with amqp:unauthorized-access); a will has no
+// transfer at CONNECT. So a throwaway sender to the address is attached and
+// closed after probeWindow: closing returns the router's detach error, if
+// any (the same probe as a SUBSCRIBE's recv, bridge.go attach).
+func (b *Bridge) probeSend(l *link, address string) error {
+	ctx, cancel := context.WithTimeout(l.ctx, b.Timeout)
+	defer cancel()
+	s, err := l.sess.NewSender(ctx, address, nil)
+	if err != nil {
+		return err
+	}
+	time.Sleep(probeWindow)
+	return s.Close(ctx)
 }
 
 // newMessage is the AMQP message of a PUBLISH or a will (README.md mapping).
@@ -93,6 +112,9 @@ func (b *Bridge) registerWill(cl *mqtt.Client, l *link) (*will, error) {
 		return nil, nil
 	}
 	address, _, err := b.sendable(l, cw.TopicName)
+	if err == nil {
+		err = b.probeSend(l, address)
+	}
 	if err != nil {
 		return nil, err
 	}

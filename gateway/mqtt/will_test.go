@@ -37,7 +37,8 @@ func TestWillDue(t *testing.T) {
 func TestNotAuthorized(t *testing.T) {
 	unauth := &amqp.LinkError{RemoteErr: &amqp.Error{Condition: amqp.ErrCondUnauthorizedAccess}}
 	other := &amqp.LinkError{RemoteErr: &amqp.Error{Condition: amqp.ErrCondInternalError}}
-	if !notAuthorized(errNotAddress) || !notAuthorized(fmt.Errorf("x: %w", unauth)) {
+	if !notAuthorized(errNotAddress) || !notAuthorized(fmt.Errorf("x: %w", unauth)) ||
+		!notAuthorized(&amqp.Error{Condition: amqp.ErrCondUnauthorizedAccess}) {
 		t.Error("a refusal of the client is not authorized")
 	}
 	if notAuthorized(other) || notAuthorized(&amqp.ConnError{}) || notAuthorized(errors.New("timeout")) {
