@@ -25,6 +25,8 @@ import (
 const (
 	annotationQos    = "x-opt-mqtt-qos"
 	annotationRetain = "x-opt-mqtt-retain"
+	// a will's MQTT 5 will delay in seconds (mapping.py ANNOTATION_WILL_DELAY)
+	annotationWillDelay = "x-opt-mqtt-will-delay"
 )
 
 // pending is one QoS 1 publish waiting for the router's disposition.

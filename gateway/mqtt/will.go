@@ -289,7 +289,7 @@ func (b *Bridge) sendWill(conn *link, w *will) error {
 	if err != nil {
 		return err
 	}
-	msg := newMessage(w.address, w.pk.Payload, w.pk.FixedHeader.Qos, w.pk.FixedHeader.Retain)
+	msg := willMessage(w)
 	ctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
 	defer cancel()
 	if w.pk.FixedHeader.Qos == 0 {
@@ -307,6 +307,16 @@ func (b *Bridge) sendWill(conn *link, w *will) error {
 		return &notAccepted{state}
 	}
 	return nil
+}
+
+// willMessage: a will is a PUBLISH made later; its MQTT 5 will delay
+// travels along (mapping.py will_to_amqp, x-opt-mqtt-will-delay, seconds).
+func willMessage(w *will) *amqp.Message {
+	msg := newMessage(w.address, w.pk.Payload, w.pk.FixedHeader.Qos, w.pk.FixedHeader.Retain)
+	if w.delay > 0 {
+		msg.Annotations[annotationWillDelay] = int64(w.delay / time.Second)
+	}
+	return msg
 }
 
 type notAccepted struct{ state amqp.DeliveryState }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/Azure/go-amqp"
 	"github.com/mochi-mqtt/server/v2/packets"
@@ -110,5 +111,18 @@ func TestAWillBeingSentCannotBeCancelledNorSentAgain(t *testing.T) {
 	b.fireWill(nil, nil, w, willRegistered)
 	if w.state.Load() != willDone {
 		t.Fatal("state changed")
+	}
+}
+
+func TestWillMessageCarriesTheDelay(t *testing.T) {
+	w := &will{address: "q1", delay: 30 * time.Second,
+		pk: packets.Packet{FixedHeader: packets.FixedHeader{Qos: 1, Retain: true}, Payload: []byte("gone")}}
+	m := willMessage(w)
+	if m.Annotations[annotationWillDelay] != int64(30) || m.Annotations[annotationRetain] != true || !m.Header.Durable {
+		t.Fatalf("annotations %v", m.Annotations)
+	}
+	w.delay = 0
+	if _, ok := willMessage(w).Annotations[annotationWillDelay]; ok {
+		t.Fatal("a will without delay carries a delay")
 	}
 }

@@ -68,6 +68,7 @@ def test_dropped_tcp_publishes_the_will_with_its_qos_durable(env, version):
         assert [bytes(x.body) for x in got] == [body]
         assert got[0].durable and got[0].annotations[mapping.ANNOTATION_QOS] == 1
         assert not consumer.presettled[0], "a QoS 1 will was sent pre-settled"
+        assert mapping.ANNOTATION_WILL_DELAY not in got[0].annotations
     finally:
         consumer.stop()
 
@@ -155,6 +156,7 @@ def test_will_delay_is_honoured(env):
         assert wait_for(lambda: bodies(consumer, body), 10), "no will after its delay"
         assert time.time() - started >= 2.5
         assert wait_none(consumer, body + b"-never", 1.0) and len(bodies(consumer, body)) == 1
+        assert bodies(consumer, body)[0].annotations[mapping.ANNOTATION_WILL_DELAY] == 3  # mapping.will_to_amqp
     finally:
         consumer.stop()
 
