@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from test_mqtt_gateway import OPEN, Consumer, Mqtt, close_clients, env, wait_for  # noqa: F401 (fixtures)
+# env and close_clients are test_mqtt_gateway's fixtures, used here by name
+from test_mqtt_gateway import OPEN, Consumer, Mqtt, close_clients, env, wait_for  # noqa: F401 pylint: disable=unused-import
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.mqtt import mapping
 
