@@ -269,6 +269,12 @@ func (b *Bridge) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool 
 // without an answer: it is refused as any topic outside the table (MQTT 5
 // PUBACK 0x87, 3.1.1 the connection closed).
 func (b *Bridge) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	if pk.FixedHeader.Type == packets.Disconnect && cl.Properties.ProtocolVersion == 5 &&
+		pk.FixedHeader.Remaining == 1 && pk.ReasonCode == 0 { // disconnect.go
+		if code, ok := shortDisconnectReason(cl.Net.Conn); ok {
+			pk.ReasonCode = code
+		}
+	}
 	if pk.FixedHeader.Type != packets.Publish {
 		return pk, nil
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -124,5 +125,42 @@ func TestWillMessageCarriesTheDelay(t *testing.T) {
 	w.delay = 0
 	if _, ok := willMessage(w).Annotations[annotationWillDelay]; ok {
 		t.Fatal("a will without delay carries a delay")
+	}
+}
+
+func TestShortDisconnectReasonIsTheTailOfTheStream(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		reads [][]byte
+		code  byte
+		found bool
+	}{
+		{"0x04 alone", [][]byte{{0xE0, 0x01, 0x04}}, 0x04, true},
+		{"after a PINGREQ in one read", [][]byte{{0xC0, 0x00, 0xE0, 0x01, 0x04}}, 0x04, true},
+		{"split over reads", [][]byte{{0xC0, 0x00, 0xE0}, {0x01}, {0x04}}, 0x04, true},
+		{"a PINGREQ last", [][]byte{{0xE0, 0x01, 0x04, 0xC0, 0x00}}, 0, false},
+		{"two bytes only", [][]byte{{0x01, 0x04}}, 0, false},
+	} {
+		server, client := net.Pipe()
+		tc := &tailConn{Conn: server}
+		go func() {
+			for _, r := range c.reads {
+				_, _ = client.Write(r)
+			}
+			_ = client.Close()
+		}()
+		buf := make([]byte, 16)
+		for {
+			if _, err := tc.Read(buf); err != nil {
+				break
+			}
+		}
+		code, found := shortDisconnectReason(tc)
+		if code != c.code || found != c.found {
+			t.Errorf("%s: %#x %v, want %#x %v", c.name, code, found, c.code, c.found)
+		}
+	}
+	if _, found := shortDisconnectReason(&net.TCPConn{}); found {
+		t.Error("a connection that is no tailConn")
 	}
 }

@@ -107,11 +107,10 @@ def test_keep_alive_timeout_publishes_the_will(env, version):
         consumer.stop()
 
 
-def test_v5_disconnect_with_will_message_publishes_it(env):
-    """DISCONNECT 0x04 with a property (a reason string): mochi 2.7.9 reads
-    the reason code of a DISCONNECT only when more than the code follows
-    (DisconnectDecode: Remaining > 1), so the 1-byte form of 0x04 reaches
-    the gateway as 0x00 (docs/mqtt-design.md, known limitation)."""
+@pytest.mark.parametrize("with_properties", [False, True])
+def test_v5_disconnect_with_will_message_publishes_it(env, with_properties):
+    """DISCONNECT 0x04 alone (remaining length 1: mochi 2.7.9 does not read
+    that code; gateway/mqtt/disconnect.go) and with a property."""
     from paho.mqtt.packettypes import PacketTypes
     from paho.mqtt.properties import Properties
     from paho.mqtt.reasoncodes import ReasonCode
@@ -119,8 +118,10 @@ def test_v5_disconnect_with_will_message_publishes_it(env):
     try:
         body = payload("0x04")
         m = will_client(env, "q1", body)
-        props = Properties(PacketTypes.DISCONNECT)
-        props.ReasonString = "going, send my will"
+        props = None
+        if with_properties:
+            props = Properties(PacketTypes.DISCONNECT)
+            props.ReasonString = "going, send my will"
         m.c.disconnect(reasoncode=ReasonCode(PacketTypes.DISCONNECT, identifier=0x04), properties=props)
         assert wait_for(lambda: bodies(consumer, body), 10), "no will after DISCONNECT 0x04"
         time.sleep(1.0)
