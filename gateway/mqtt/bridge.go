@@ -25,6 +25,8 @@ import (
 const (
 	annotationQos    = "x-opt-mqtt-qos"
 	annotationRetain = "x-opt-mqtt-retain"
+	// a will's MQTT 5 will delay in seconds (mapping.py ANNOTATION_WILL_DELAY)
+	annotationWillDelay = "x-opt-mqtt-will-delay"
 )
 
 // pending is one QoS 1 publish waiting for the router's disposition.
@@ -42,6 +44,8 @@ type delivery struct {
 // link is the AMQP side of one MQTT client.
 type link struct {
 	user       string
+	password   string // kept for a will's redial (will.go)
+	will       *will  // nil: none registered
 	conn       *amqp.Conn
 	sess       *amqp.Session
 	mu         sync.Mutex
@@ -72,6 +76,7 @@ type Bridge struct {
 	Metrics *Metrics     // nil: no metrics endpoint
 	reads   sync.Map     // readKey -> chan readResult: retained reads started at the ACL check
 	subacks sync.Map     // subackKey -> chan struct{}: closed when that SUBACK was written
+	delayed delayedWills // MQTT 5 wills waiting for their delay (will.go)
 }
 
 func NewBridge(c *Config, t *Table, tlsc *tls.Config, log *slog.Logger) *Bridge {
@@ -127,7 +132,9 @@ func connack(cl *mqtt.Client, v5 packets.Code, v3 byte) error {
 // the connection without a CONNACK of its own.
 func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	user := string(pk.Connect.Username)
-	// not in this slice: wills and persistent sessions (docs/mqtt-design.md)
+	// not in this slice: persistent sessions (docs/mqtt-design.md); the will
+	// is the bridge's (will.go), taken from mochi after the login
+	will := cl.Properties.Will
 	cl.Properties.Will = mqtt.Will{}
 	cl.Properties.Clean = true
 	cl.Properties.Props.SessionExpiryInterval = 0
@@ -148,6 +155,28 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 			"reason", fmt.Sprintf("0x%02x", code.Code), "error", err)
 		b.Metrics.ConnectionRefused(code)
 		return connack(cl, code, v3)
+	}
+	cl.Properties.Will = will
+	w, err := b.registerWill(cl, l)
+	if err != nil {
+		_ = l.conn.Close()
+		b.release(user)
+		code, v3, outcome := packets.ErrNotAuthorized, packets.Err3NotAuthorized.Code, connNotAuthorized
+		if !notAuthorized(err) {
+			code, v3, outcome = packets.ErrServerUnavailable, packets.Err3ServerUnavailable.Code, connServerUnavailable
+		}
+		b.Log.Info("connect refused: will", "client", cl.ID, "user", user, "remote", cl.Net.Remote,
+			"topic", will.TopicName, "reason", fmt.Sprintf("0x%02x", code.Code), "error", err)
+		b.Metrics.Connection(outcome)
+		return connack(cl, code, v3)
+	}
+	l.will = w
+	if w != nil {
+		b.Log.Info("will registered", "client", cl.ID, "address", w.address, "qos", w.pk.FixedHeader.Qos,
+			"retain", w.pk.FixedHeader.Retain, "delay", w.delay)
+	}
+	if n := b.delayed.cancel(cl.ID, user); n > 0 {
+		b.Log.Info("delayed will cancelled: the client reconnected", "client", cl.ID, "wills", n)
 	}
 	b.mu.Lock()
 	b.links[cl] = l
@@ -214,7 +243,7 @@ func (b *Bridge) dial(cl *mqtt.Client, user, password string) (*link, packets.Co
 		cancel()
 		if err == nil {
 			lctx, lcancel := context.WithCancel(context.Background())
-			return &link{user: user, conn: conn, sess: sess, senders: map[string]*amqp.Sender{},
+			return &link{user: user, password: password, conn: conn, sess: sess, senders: map[string]*amqp.Sender{},
 				staged: map[string][]*sub{}, subs: map[string][]*sub{},
 				deliveries: map[uint16]delivery{}, acks: make(chan pending, *b.Config.ReceiveMaximum),
 				done: make(chan struct{}), ctx: lctx, cancel: lcancel}, code, v3, nil
@@ -240,6 +269,12 @@ func (b *Bridge) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool 
 // without an answer: it is refused as any topic outside the table (MQTT 5
 // PUBACK 0x87, 3.1.1 the connection closed).
 func (b *Bridge) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	if pk.FixedHeader.Type == packets.Disconnect && cl.Properties.ProtocolVersion == 5 &&
+		pk.FixedHeader.Remaining == 1 && pk.ReasonCode == 0 { // disconnect.go
+		if code, ok := shortDisconnectReason(cl.Net.Conn); ok {
+			pk.ReasonCode = code
+		}
+	}
 	if pk.FixedHeader.Type != packets.Publish {
 		return pk, nil
 	}
@@ -278,7 +313,7 @@ func (b *Bridge) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Packe
 func (b *Bridge) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 	t := b.table.Load()
 	if write {
-		if t.Address(topic) == "" {
+		if t.Address(topic) == "" { // the first half of sendable (will.go); OnPublish does all of it
 			b.Log.Info("publish refused: not an address of the space", "client", cl.ID, "topic", topic)
 			if l := b.linkOf(cl); l != nil {
 				b.Metrics.Publish(byte(l.pubQos.Load()), pubRefused)

@@ -36,24 +36,21 @@ func (b *Bridge) sender(l *link, address string) (*amqp.Sender, error) {
 // writes the PUBACK once the router accepted.
 func (b *Bridge) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
 	l := b.linkOf(cl)
-	address := b.table.Load().Address(pk.TopicName)
-	if l == nil || address == "" {
+	if l == nil {
 		b.Metrics.Publish(pk.FixedHeader.Qos, pubRefused)
 		return pk, packets.ErrRejectPacket
 	}
-	msg := amqp.NewMessage(pk.Payload)
-	msg.Header = &amqp.MessageHeader{Durable: pk.FixedHeader.Qos > 0}
-	msg.Properties = &amqp.MessageProperties{To: &address}
-	msg.Annotations = amqp.Annotations{annotationQos: int32(pk.FixedHeader.Qos)}
-	if pk.FixedHeader.Retain {
-		msg.Annotations[annotationRetain] = true
+	address, s, err := b.sendable(l, pk.TopicName) // the will's check too (will.go)
+	if errors.Is(err, errNotAddress) {
+		b.Metrics.Publish(pk.FixedHeader.Qos, pubRefused)
+		return pk, packets.ErrRejectPacket
 	}
-	s, err := b.sender(l, address)
 	if err != nil {
 		b.Log.Info("publish refused by the router", "client", cl.ID, "user", l.user, "address", address, "error", err)
 		b.Metrics.Publish(pk.FixedHeader.Qos, pubRefused)
 		return pk, b.refuse(cl, pk, err)
 	}
+	msg := newMessage(address, pk.Payload, pk.FixedHeader.Qos, pk.FixedHeader.Retain)
 	if pk.FixedHeader.Retain {
 		if err := b.retain(cl, pk); err != nil {
 			b.Metrics.Publish(pk.FixedHeader.Qos, pubFailed)
@@ -257,6 +254,8 @@ func (b *Bridge) OnQosComplete(cl *mqtt.Client, pk packets.Packet) {
 
 // OnDisconnect closes the client's AMQP connection: unacknowledged
 // deliveries go back to the router (released), the user's slot is freed.
+// A due will (willDue) keeps the connection, its receivers closed, until
+// the will was sent or cancelled (will.go).
 func (b *Bridge) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 	b.mu.Lock()
 	l := b.links[cl]
@@ -269,5 +268,21 @@ func (b *Bridge) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 	b.Log.Info("disconnected", "client", cl.ID, "user", l.user, "error", err)
 	close(l.done)
 	l.cancel()
-	_ = l.conn.Close()
+	if l.will == nil || !willDue(err, cl.StopCause()) {
+		_ = l.conn.Close()
+		return
+	}
+	l.mu.Lock()
+	var rs []*sub
+	for f, s := range l.subs {
+		rs = append(rs, s...)
+		delete(l.subs, f)
+	}
+	for f, s := range l.staged {
+		rs = append(rs, s...)
+		delete(l.staged, f)
+	}
+	l.mu.Unlock()
+	closeAll(rs) // nothing more is routed to a gone client
+	b.goneWithWill(cl, l, l.will)
 }

@@ -112,13 +112,22 @@ func main() {
 	if err := server.AddHook(b, nil); err != nil {
 		fail(err)
 	}
+	// the listeners hand mochi tailConns (disconnect.go); otherwise mochi's TCP listener
 	if c.ListenTLS != "" {
-		if err := server.AddListener(listeners.NewTCP(listeners.Config{ID: "tls", Address: c.ListenTLS, TLSConfig: ltls})); err != nil {
+		ln, err := net.Listen("tcp", c.ListenTLS)
+		if err == nil {
+			err = server.AddListener(listeners.NewNet("tls", tailListener{tls.NewListener(ln, ltls)}))
+		}
+		if err != nil {
 			fail(fmt.Errorf("listen_tls: %v", err))
 		}
 	}
 	if c.ListenPlain != "" {
-		if err := server.AddListener(listeners.NewTCP(listeners.Config{ID: "plain", Address: c.ListenPlain})); err != nil {
+		ln, err := net.Listen("tcp", c.ListenPlain)
+		if err == nil {
+			err = server.AddListener(listeners.NewNet("plain", tailListener{ln}))
+		}
+		if err != nil {
 			fail(fmt.Errorf("listen_plain: %v", err))
 		}
 	}

@@ -190,6 +190,30 @@ def test_refusals_are_counted_by_outcome_without_names(env):
         assert name not in text, name
 
 
+def test_a_refused_will_counts_as_not_authorized_and_a_sent_will_is_no_client_publish(env):
+    from test_mqtt_wills import will_client
+    before = values(env)
+    for topic in ("q2", "not-declared"):  # no send permission; not an address of the space
+        refused = will_client(env, topic, b"x", user="carol", password="carol-pw")
+        assert refused.connack.value == 0x87, refused.connack
+        refused.c.loop_stop()
+        OPEN.remove(refused)
+    consumer = Consumer(env, "q1")
+    try:
+        m = will_client(env, "q1", b"metrics-will", user="carol", password="carol-pw")
+        assert m.connack == 0
+        m.c.loop_stop()
+        m.c.socket().close()  # no DISCONNECT: the will goes
+        OPEN.remove(m)
+        assert bytes(consumer.wait()[0].body) == b"metrics-will"
+    finally:
+        consumer.stop()
+    got = delta(before, values(env))
+    assert got.get(conn("not_authorized")) == 2, got
+    assert got.get(conn("accepted")) == 1, got
+    assert not [k for k in got if "publishes_received" in k], got
+
+
 @pytest.mark.parametrize("user, password", [(None, None), (SCRAPE_USER, "wrong"), ("admin", SCRAPE_PASSWORD),
                                             (SCRAPE_USER, "")])
 def test_without_the_right_credentials_the_endpoint_answers_401_and_no_metrics(env, user, password):

@@ -264,3 +264,16 @@ def test_the_service_password_is_in_no_log(env):
         text = open(gw.log).read()
         assert "retained" in text and env["service_password"] not in text
         assert "for alice" not in text and "journaled" not in text
+
+
+def test_a_retained_will_is_stored_as_a_retained_publish(env):
+    from test_mqtt_wills import drop, payload, will_client
+    body = payload("retained")
+    m = will_client(on(env, env["gateways"][0]), "t/d", body, retain=True)
+    assert m.connack == 0
+    assert ("t/d", body, True) not in subscribe_and_get(env, "t/d", gw=1, timeout=2), "retained before the will went"
+    drop(m)  # no DISCONNECT: the will goes, through the retained path
+    got = []
+    assert tmg.wait_for(lambda: got.extend(subscribe_and_get(env, "t/d", gw=1, timeout=2)) or body in [x[1] for x in got],
+                        20), "no retained will: %s" % got
+    assert got[-1] == ("t/d", body, True)
