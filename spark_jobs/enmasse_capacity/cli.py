@@ -219,7 +219,7 @@ def parse_args(argv=None):
     p.add_argument("--end", help="end instant (exclusive)")
     p.add_argument("--days", type=float, help="use the last N days of data")
     p.add_argument("--window-seconds", type=int, help="override window_seconds of the capacity model")
-    p.add_argument("--percentile-method", choices=("exact", "approx"))
+    p.add_argument("--percentile-method", choices=lib.PERCENTILE_METHODS)
     p.add_argument("--shuffle-partitions", type=int)
     p.add_argument("--driver-memory", help="e.g. 4g (local mode: the whole job)")
     p.add_argument("--conf", action="append", help="extra Spark conf key=value (repeatable)")
