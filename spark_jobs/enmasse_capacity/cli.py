@@ -20,6 +20,7 @@ import tempfile
 import time
 import traceback
 
+from . import incremental
 from . import rules as lib
 from .aggregate import aggregate
 from .planner import Planner
@@ -228,6 +229,11 @@ def parse_args(argv=None):
     p.add_argument("--progress-file", help="write the run's progress here while it runs (JSON: phase, Spark stages "
                    "and their tasks, phase durations; replaced atomically every --progress-interval seconds)")
     p.add_argument("--progress-interval", type=float, default=2.0)
+    p.add_argument("--incremental", action="store_true",
+                   help="aggregate only the days that are new or changed since the last incremental run and merge "
+                   "them with the stored per-day aggregates (<store>/_aggregates/v1, state.json); needs "
+                   "percentile_method histogram (the default with this option), a local store and no --start, "
+                   "--end, --days or --infra")
     p.add_argument("--out-aggregates", help="also write the aggregated statistics the plan is made from (JSON: "
                    "per address and node, per address and node kind, node windows, node throughput, per-space "
                    "series; for checks and bench/capacity)")
@@ -254,6 +260,8 @@ def run(args, progress=None):
     progress = progress or Progress()
     progress.phase("check the input")
     cm = _capacity_model(args)
+    if args.incremental:
+        incremental.check_options(args, cm)
     spaces, catalogue, current = load_model(args.model)
     start = _parse_instant(args.start, "start")
     end = _parse_instant(args.end, "end")
@@ -273,8 +281,17 @@ def run(args, progress=None):
         adaptive = not args.shuffle_partitions and not any(
             kv.startswith("spark.sql.shuffle.partitions=") for kv in (args.conf or []))
         known = [(sp["infra"], sp["name"], a["address"]) for sp in spaces for a in sp["addresses"]]
-        agg = aggregate(spark, addresses, nodes, cm, args.infra, adaptive_partitions=adaptive,
-                        known_addresses=known, known_plans=catalogue.address_plan_names(), on_phase=progress.phase)
+        if args.incremental:
+            n_warn = len(warnings)
+            agg = incremental.aggregate_incremental(
+                spark, args.metrics, addresses, nodes, cm, warnings, known_addresses=known,
+                known_plans=catalogue.address_plan_names(), on_phase=progress.phase, adaptive_partitions=adaptive)
+            for w in warnings[n_warn:]:
+                sys.stderr.write("capacity_plan: %s\n" % w)
+        else:
+            agg = aggregate(spark, addresses, nodes, cm, args.infra, adaptive_partitions=adaptive,
+                            known_addresses=known, known_plans=catalogue.address_plan_names(),
+                            on_phase=progress.phase)
         t_agg = time.time()
     finally:
         progress.detach()
@@ -291,6 +308,8 @@ def run(args, progress=None):
                    "capacity_model": os.path.abspath(args.capacity_model) if args.capacity_model else None,
                    "start": start.isoformat() if start else None, "end": end.isoformat() if end else None,
                    "seconds": {"spark": round(t_agg - t_read, 3), "total": None}}
+    if args.incremental:
+        plan["job"]["incremental"] = agg["incremental"]
     return _write_outputs(args, plan, agg, progress, t0)
 
 
@@ -302,6 +321,9 @@ def _capacity_model(args):
         cm_user = dict(cm_user or {}, window_seconds=args.window_seconds)
     if args.percentile_method:
         cm_user = dict(cm_user or {}, percentile_method=args.percentile_method)
+    elif getattr(args, "incremental", False) and "percentile_method" not in (cm_user or {}):
+        # the only percentiles that merge across days
+        cm_user = dict(cm_user or {}, percentile_method="histogram")
     return lib.load_capacity_model(cm_user)
 
 
