@@ -232,8 +232,10 @@ def parse_args(argv=None):
     p.add_argument("--incremental", action="store_true",
                    help="aggregate only the days that are new or changed since the last incremental run and merge "
                    "them with the stored per-day aggregates (<store>/_aggregates/v1, state.json); needs "
-                   "percentile_method histogram (the default with this option), a local store and no --start, "
-                   "--end, --days or --infra")
+                   "percentile_method histogram (the default with this option), a local store and no --start or "
+                   "--end (--days N: the last N days of the store)")
+    p.add_argument("--aggregates-dir", help="where --incremental keeps its per-day aggregates and state.json "
+                   "(a local directory; default <store>/_aggregates)")
     p.add_argument("--out-aggregates", help="also write the aggregated statistics the plan is made from (JSON: "
                    "per address and node, per address and node kind, node windows, node throughput, per-space "
                    "series; for checks and bench/capacity)")
@@ -276,7 +278,8 @@ def run(args, progress=None):
     progress.attach(spark.sparkContext)
     try:
         progress.phase("read the store")
-        addresses, nodes, start, warnings = _read_store(spark, args, start, end)
+        # incremental: every sample (it chooses the days itself)
+        addresses, nodes, start, warnings = _read_store(spark, args, start, end, not args.incremental)
         t_read = time.time()
         adaptive = not args.shuffle_partitions and not any(
             kv.startswith("spark.sql.shuffle.partitions=") for kv in (args.conf or []))
@@ -285,7 +288,8 @@ def run(args, progress=None):
             n_warn = len(warnings)
             agg = incremental.aggregate_incremental(
                 spark, args.metrics, addresses, nodes, cm, warnings, known_addresses=known,
-                known_plans=catalogue.address_plan_names(), on_phase=progress.phase, adaptive_partitions=adaptive)
+                known_plans=catalogue.address_plan_names(), on_phase=progress.phase, adaptive_partitions=adaptive,
+                base=args.aggregates_dir, infra=args.infra, days=args.days)
             for w in warnings[n_warn:]:
                 sys.stderr.write("capacity_plan: %s\n" % w)
         else:
@@ -327,7 +331,7 @@ def _capacity_model(args):
     return lib.load_capacity_model(cm_user)
 
 
-def _read_store(spark, args, start, end):
+def _read_store(spark, args, start, end, last_days=True):
     """The address and node samples in the time range (``--days``: the last
     days of the samples, within ``start``): (addresses, nodes or None, start,
     warnings about missing optional columns or node samples)."""
@@ -341,7 +345,7 @@ def _read_store(spark, args, start, end):
                         "capacity model only" % args.metrics)
     elif n_absent:
         warnings.append("node samples lack optional column(s) %s (treated as null)" % ", ".join(n_absent))
-    if args.days:
+    if args.days and last_days:
         from pyspark.sql import functions as F
         mx = addresses.agg(F.max("ts")).collect()[0][0]
         if mx is not None:

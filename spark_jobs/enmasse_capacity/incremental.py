@@ -5,7 +5,7 @@
 "Incremental runs"; docs/day2-design.md section 6).
 
 Per (series, day) the job keeps mergeable aggregates under
-``<store>/_aggregates/v1/``: one Parquet table per kind of aggregate,
+``<store>/_aggregates/v1/`` (or ``--aggregates-dir``/v1): one Parquet table per kind of aggregate,
 partitioned by ``day=YYYY-MM-DD`` (``series``: per address and node;
 ``kind``: per address and node kind; ``akw``: per address, node kind and
 window, for the per-space series; ``nthr``: per node and window), and per
@@ -46,14 +46,20 @@ TABLES = ("series", "kind", "akw", "nthr")
 
 # ================================================================ pure parts
 
-def aggregates_dir(root):
-    return os.path.join(root, "_aggregates", "v%d" % VERSION)
+def aggregates_dir(base):
+    """Where the aggregates of this layout version live under ``base``
+    (``--aggregates-dir``, default ``<store>/_aggregates``)."""
+    return os.path.join(base, "v%d" % VERSION)
 
 
-def parameters(cm, salt=0):
+def default_base(store):
+    return os.path.join(store[len("file://"):] if store.startswith("file://") else store, "_aggregates")
+
+
+def parameters(cm, infra=None, salt=0):
     """What the stored aggregates depend on besides the samples: a change
     recomputes every day."""
-    return {"version": VERSION, "window_seconds": float(cm["window_seconds"]),
+    return {"version": VERSION, "infra": infra, "window_seconds": float(cm["window_seconds"]),
             "max_gap_seconds": float(cm["max_gap_seconds"]),
             "min_window_coverage": float(cm["min_window_coverage"]),
             "percentile_method": cm["percentile_method"],
@@ -121,27 +127,38 @@ def days_to_compute(state, fingerprints, params, restarts):
                          if params.get(k) != state["parameters"].get(k))
         return sorted(present), [], "the aggregation's parameters changed (%s): aggregating every day" % \
             ", ".join(changed)
-    todo = set(d for d in present if state["days"].get(d) != fingerprints[d])
+    changed = set(d for d in present if state["days"].get(d) != fingerprints[d])
+    # a changed day (its last sample) changes the next day's first counter delta
+    todo = changed | set(_next_day(d) for d in changed)
     known = set((int(n), float(t)) for n, t in state["restarts"])
     for nid, t in restarts:
         if (int(nid), float(t)) not in known:
+            # the samples after the restart: that day's, and the next day's first one
             todo.update((_day_of(t), _next_day(_day_of(t))))
-    # a recomputed day changes the next day's first counter delta
-    for d in sorted(todo):
-        todo.add(_next_day(d))
     todo &= present
     keep = sorted(present - todo)
     return sorted(todo), keep, None
 
 
+def last_days(fingerprints, n):
+    """The fingerprints of the last ``n`` days (rounded up) of the store, or all
+    of them when ``n`` is None or 0."""
+    if not n:
+        return fingerprints
+    days = sorted(fingerprints)[-int(-(-n // 1)):]
+    return dict((d, fingerprints[d]) for d in days)
+
+
 def check_options(args, cm):
     """InputError for what incremental runs do not support (yet)."""
-    if any(getattr(args, o, None) for o in ("start", "end", "days", "infra")):
-        raise InputError("--incremental plans over every day of the store: --start, --end, --days and --infra "
-                         "are not supported with it")
+    if args.start or args.end:
+        raise InputError("--incremental plans over whole days of the store: --start and --end are not supported "
+                         "with it (--days N: the last N days)")
     if "://" in args.metrics and not args.metrics.startswith("file://"):
         raise InputError("--incremental needs a local store path (it keeps its aggregates in "
                          "<store>/_aggregates); %s is not one" % args.metrics)
+    if (args.aggregates_dir or "").find("://") >= 0 and not args.aggregates_dir.startswith("file://"):
+        raise InputError("--aggregates-dir must be a local directory")
     if DAY % float(cm["window_seconds"]):
         raise InputError("--incremental needs window_seconds dividing a day (86400); got %s" % cm["window_seconds"])
     if cm["percentile_method"] != "histogram":
@@ -270,7 +287,7 @@ def clear(root):
 # ================================================================ the run
 
 def aggregate_incremental(spark, root, addresses, nodes, cm, warnings, known_addresses=(), known_plans=(),
-                          on_phase=None, adaptive_partitions=False):
+                          on_phase=None, adaptive_partitions=False, base=None, infra=None, days=None):
     """``aggregate.aggregate``'s result from the stored per-day aggregates
     and those of the days that need it (``days_to_compute``), over the whole
     store (``addresses``, ``nodes``: every sample). Writes the recomputed
@@ -285,17 +302,31 @@ def aggregate_incremental(spark, root, addresses, nodes, cm, warnings, known_add
     from .ids import _Collision, _add_name
     on_phase = on_phase or (lambda name: None)
     t0 = time.time()
-    local = root[len("file://"):] if root.startswith("file://") else root
+    store = root[len("file://"):] if root.startswith("file://") else root
+    local = base or default_base(root)
+    if local.startswith("file://"):
+        local = local[len("file://"):]
     W = float(cm["window_seconds"])
     max_gap = float(cm["max_gap_seconds"])
-    params = parameters(cm)
+    params = parameters(cm, infra)
+    if infra:
+        addresses = addresses.where(F.col("infra") == infra)
+        if nodes is not None:
+            nodes = nodes.where(F.col("infra") == infra)
+        known_addresses = [k for k in known_addresses if k[0] == infra]
     state_path = os.path.join(aggregates_dir(local), "state.json")
     if adaptive_partitions:
         spark.conf.set("spark.sql.shuffle.partitions",
                        str(max(2 * spark.sparkContext.defaultParallelism, addresses.rdd.getNumPartitions())))
     on_phase("aggregate: node restarts, days to aggregate")
-    fps = day_fingerprints(local)
+    fps = last_days(day_fingerprints(store), days)
+    os.makedirs(aggregates_dir(local), exist_ok=True)
     state, why = load_state(state_path)
+    if days and fps:
+        first = min(fps)
+        addresses = addresses.where(F.col("date") >= first)
+        if nodes is not None:
+            nodes = nodes.where(F.col("date") >= first)
     restarts = ag._node_restarts(spark, nodes, 0)
     todo, keep, why_all = days_to_compute(state, fps, params, [(r[0], r[4]) for r in restarts])
     if state is not None and not why_all:

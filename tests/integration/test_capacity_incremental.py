@@ -170,6 +170,10 @@ def test_nothing_new_aggregates_nothing_and_a_changed_window_everything(built, f
     plan, err = cap.run(d, out, "--incremental")
     assert plan["job"]["incremental"]["aggregated_days"] == [] and "aggregating every day" not in err
     _assert_same(_comparable(plan), _comparable(full[1]))
+    # the last two days: nothing to aggregate, two days merged
+    plan, err = cap.run(d, out, "--incremental", "--days", "2")
+    assert plan["job"]["incremental"] == {"aggregated_days": [], "stored_days": list(DAYS[1:]), "full": False}
+    assert plan["data_quality"]["samples"]["addresses"] < full[1]["data_quality"]["samples"]["addresses"]
     plan, err = cap.run(d, out, "--incremental", "--window-seconds", "600")
     assert "the aggregation's parameters changed (window_seconds): aggregating every day" in err
     assert plan["job"]["incremental"] == {"aggregated_days": list(DAYS), "stored_days": [], "full": True}
@@ -190,24 +194,9 @@ def test_corrupt_state_falls_back_to_every_day(built, full):
 
 def test_incremental_refuses_what_it_does_not_support(built, capsys):
     d, out, _steps = built
-    for more, msg in ((("--days", "1"), "--start, --end, --days and --infra are not supported"),
+    for more, msg in ((("--start", "2024-03-05"), "--start and --end are not supported"),
                       (("--percentile-method", "exact"), "needs percentile_method: histogram"),
                       (("--window-seconds", "7"), "needs window_seconds dividing a day")):
         _plan, rc, err = _run(d, out, "--incremental", *more, capsys=capsys)
         assert rc == 2 and msg in err, (more, err)
 
-
-def test_days_to_compute_rules():
-    p = {"window_seconds": 300.0}
-    fps = {"2024-03-04": "a", "2024-03-05": "b", "2024-03-06": "c"}
-    st = {"parameters": p, "days": {"2024-03-04": "a", "2024-03-05": "b"}, "restarts": [[7, 1709632230.5]]}
-    assert incremental.days_to_compute(st, fps, p, [(7, 1709632230.5)]) == (
-        ["2024-03-06"], ["2024-03-04", "2024-03-05"], None)
-    # a changed day and the next one
-    st2 = dict(st, days={"2024-03-04": "x", "2024-03-05": "b"})
-    assert incremental.days_to_compute(st2, fps, p, [(7, 1709632230.5)])[0] == list(sorted(fps))
-    # a restart not seen before, on 2024-03-04 12:00
-    assert incremental.days_to_compute(st, fps, p, [(7, 1709632230.5), (8, 1709553600.0)])[0] == list(sorted(fps))
-    todo, keep, why = incremental.days_to_compute(st, fps, dict(p, window_seconds=600.0), [])
-    assert todo == sorted(fps) and keep == [] and "window_seconds" in why
-    assert incremental.days_to_compute(None, fps, p, []) == (sorted(fps), [], None)
