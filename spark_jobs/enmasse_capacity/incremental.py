@@ -42,6 +42,8 @@ from .rules import InputError
 VERSION = 1
 DAY = 86400
 TABLES = ("series", "kind", "akw", "nthr")
+# per series: the values of the newest window (merged by the window index)
+LAST = ("depth_last", "size_last", "consumers_last", "links_last", "meta")
 
 
 # ================================================================ pure parts
@@ -212,8 +214,7 @@ def merged_series(ds):
     m = ds.groupBy("aid", "nid").agg(
         (F.sum("thr_sum") / F.sum("thr_n")).alias("thr_avg"), F.max("thr_max").alias("thr_max"),
         F.sort_array(F.flatten(F.collect_list("thr_b"))).alias("thr_p"), F.max("kind").alias("kind"),
-        *[F.max_by(c, "wi_last").alias(c) for c in ("depth_last", "size_last", "consumers_last", "links_last",
-                                                     "meta")],
+        *[F.max_by(c, "wi_last").alias(c) for c in LAST],
         F.max("depth_max").alias("depth_max"), F.max("size_max").alias("size_max"),
         F.min("t_first").alias("t_first"), F.max("t_last").alias("t_last"),
         *[F.sum(c).alias(c) for c in ("samples", "resets", "gaps", "dups", "windows", "windows_valid", "bad")])
@@ -243,15 +244,20 @@ def merged_kind(dk):
     return _pct_finish(dk.groupBy("aid", "kind").agg(*aggs), ("in", "out", "thr"), "histogram")
 
 
-def write_days(spark, root, tables):
+def write_days(spark, root, tables, pool):
     """Replace the ``day=`` partitions of each table {name: DataFrame with
-    a ``day`` column} by the DataFrame's (other days untouched)."""
+    a ``day`` column} by the DataFrame's (other days untouched); the tables
+    are written by the threads of ``pool`` (Spark runs their jobs side by
+    side)."""
     base = aggregates_dir(root)
     prev = spark.conf.get("spark.sql.sources.partitionOverwriteMode")
     spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+
+    def write(item):
+        name, df = item
+        df.write.mode("overwrite").partitionBy("day").parquet(os.path.join(base, name))
     try:
-        for name, df in tables.items():
-            df.write.mode("overwrite").partitionBy("day").parquet(os.path.join(base, name))
+        list(pool.map(write, sorted(tables.items())))
     finally:
         spark.conf.set("spark.sql.sources.partitionOverwriteMode", prev)
 
@@ -295,6 +301,7 @@ def aggregate_incremental(spark, root, addresses, nodes, cm, warnings, known_add
     ``out["incremental"]`` and the reason of a full recomputation to
     ``warnings``."""
     import time
+    from concurrent.futures import ThreadPoolExecutor
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from . import aggregate as ag
@@ -315,9 +322,6 @@ def aggregate_incremental(spark, root, addresses, nodes, cm, warnings, known_add
             nodes = nodes.where(F.col("infra") == infra)
         known_addresses = [k for k in known_addresses if k[0] == infra]
     state_path = os.path.join(aggregates_dir(local), "state.json")
-    if adaptive_partitions:
-        spark.conf.set("spark.sql.shuffle.partitions",
-                       str(max(2 * spark.sparkContext.defaultParallelism, addresses.rdd.getNumPartitions())))
     on_phase("aggregate: node restarts, days to aggregate")
     fps = last_days(day_fingerprints(store), days)
     os.makedirs(aggregates_dir(local), exist_ok=True)
@@ -350,6 +354,10 @@ def aggregate_incremental(spark, root, addresses, nodes, cm, warnings, known_add
             t1 = time.time()
             prev = [(_dt.date.fromisoformat(d) - _dt.timedelta(days=1)).isoformat() for d in todo]
             a = addresses.where(F.col("date").isin(*sorted(set(todo) | set(prev))))
+            if adaptive_partitions:
+                # from what this run reads, not the whole store
+                spark.conf.set("spark.sql.shuffle.partitions",
+                               str(max(2 * spark.sparkContext.defaultParallelism, a.rdd.getNumPartitions())))
             a = a.where(F.date_format("ts", "yyyy-MM-dd").isin(*todo)
                         | F.date_format((F.col("ts").cast("double") + F.lit(max_gap)).cast("timestamp"),
                                         "yyyy-MM-dd").isin(*todo))
@@ -357,18 +365,23 @@ def aggregate_incremental(spark, root, addresses, nodes, cm, warnings, known_add
             # the margin before a day gives its first delta; its own windows belong to the day before
             anw = anw.where(_day_col(F, W).isin(*todo))
             anw.persist(StorageLevel.MEMORY_AND_DISK)
+            akw = ag._address_kind_windows(anw).withColumn("day", _day_col(F, W))
+            akw.persist(StorageLevel.MEMORY_AND_DISK)
+            n_day = nodes.where(F.col("date").isin(*todo)) if nodes is not None else None
             try:
-                akw = ag._address_kind_windows(anw).withColumn("day", _day_col(F, W))
-                nthr = (anw.where(F.col("valid")).groupBy("nid", "wi")
-                        .agg(F.sum(F.col("r_in") + F.col("r_out")).alias("thr")).withColumn("day", _day_col(F, W)))
-                write_days(spark, local, {"series": day_series(anw, W), "kind": day_kind(akw, W), "akw": akw,
-                                          "nthr": nthr})
+                with ThreadPoolExecutor(max_workers=2) as pool:
+                    node_f = pool.submit(ag._node_pass, spark, n_day, W, 0)
+                    nthr = (anw.where(F.col("valid")).groupBy("nid", "wi")
+                            .agg(F.sum(F.col("r_in") + F.col("r_out")).alias("thr"))
+                            .withColumn("day", _day_col(F, W)))
+                    write_days(spark, local, {"series": day_series(anw, W), "kind": day_kind(akw, W), "akw": akw,
+                                              "nthr": nthr}, pool)
+                    windows, _n, names = node_f.result()
             finally:
+                akw.unpersist()
                 anw.unpersist()
             timings["deltas"] = time.time() - t1
             t2 = time.time()
-            n_day = nodes.where(F.col("date").isin(*todo)) if nodes is not None else None
-            windows, _n, names = ag._node_pass(spark, n_day, W, 0)
             per_day = dict((d, {"node_windows": [], "node_rows": 0, "names": []}) for d in todo)
             for w in windows:
                 e = per_day[_day_of(w["ws"])]
@@ -390,15 +403,17 @@ def aggregate_incremental(spark, root, addresses, nodes, cm, warnings, known_add
             out["totals"]["node_rows"] += e["node_rows"]
             for h, i, n, k in e["names"]:
                 _add_name(node_names, h, (i, n, k))
-        series = merged_series(read_days(spark, local, "series", days)).collect()
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            ak_f = pool.submit(lambda: merged_kind(read_days(spark, local, "kind", days)).collect())
+            nthr_f = pool.submit(lambda: read_days(spark, local, "nthr", days).collect())
+            series = merged_series(read_days(spark, local, "series", days)).collect()
+            ak_rows, nthr = ak_f.result(), nthr_f.result()
         if not series:
             raise InputError("metrics store: no address samples")
         if any(r["bad"] for r in series):
             raise InputError("metrics store: address samples are invalid: "
                              + "; ".join(ag._invalid_addresses(addresses)))
-        ak_rows = merged_kind(read_days(spark, local, "kind", days)).collect()
-        nthr_rows = [{"nid": r["nid"], "ws": r["wi"] * W, "thr": r["thr"]}
-                     for r in read_days(spark, local, "nthr", days).collect()]
+        nthr_rows = [{"nid": r["nid"], "ws": r["wi"] * W, "thr": r["thr"]} for r in nthr]
         timings["merge"] = time.time() - t3
         addr_names, more_nodes, plan_names, timings["names"] = ag._names(
             spark, addresses, 0, series, node_names, known_addresses, known_plans, time.time())

@@ -199,4 +199,3 @@ def test_incremental_refuses_what_it_does_not_support(built, capsys):
                       (("--window-seconds", "7"), "needs window_seconds dividing a day")):
         _plan, rc, err = _run(d, out, "--incremental", *more, capsys=capsys)
         assert rc == 2 and msg in err, (more, err)
-
