@@ -6,7 +6,7 @@
 ``aggregate(spark, addresses, nodes, cm, ...)`` does all the Spark work and
 returns small, collected, aggregated results (plain dicts and lists) that
 ``planner.Planner`` turns into the plan: counter deltas with window functions,
-per-window rates, exact or approximate percentiles, node gauges and restarts,
+per-window rates, exact, histogram or approximate percentiles, node gauges and restarts,
 per-space series. The heavy stages group on 64-bit ids, never on strings;
 names are attached at the end (``_resolve``).
 """
@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from . import histogram
 from . import rules as lib
 from .ids import META_BITS, _add_name, _Collision, _h, _meta, _plan_key, _resolve, _small_df
 from .read import ADDRESS_NONNEG, NODE_NONNEG
@@ -26,20 +27,27 @@ from .rules import InputError
 def _pct_expr(col, method, ps=(0.95, 0.99)):
     """Aggregate giving the percentiles' *input*: exact: the sorted values
     (collect_list + sort_array: the typed ordering, not array_sort's
-    interpreted comparator; finished by ``_pct_finish``); approx:
+    interpreted comparator; finished by ``_pct_finish``); histogram: the
+    sorted bucket indices of ``histogram`` (the histogram as a multiset;
+    finished by ``_pct_finish`` with the buckets' values); approx:
     percentile_approx (accuracy 10000) directly."""
     from pyspark.sql import functions as F
     if method == "exact":
         return F.sort_array(F.collect_list(col))
+    if method == "histogram":
+        return F.sort_array(F.collect_list(histogram.spark_bucket(F.col(col))))
     return F.percentile_approx(col, list(ps), 10000)
 
 
 def _pct_finish(df, prefixes, method, ps=(0.95, 0.99)):
     """Exact percentiles from sorted arrays, as capacity_lib.percentile
-    defines them: h = (n - 1) p; x[floor h] + (h - floor h)(x[ceil h] - x[floor h])."""
+    defines them: h = (n - 1) p; x[floor h] + (h - floor h)(x[ceil h] - x[floor h]);
+    histogram: the same with x[i] the value of the i-th sorted bucket
+    (``histogram.percentile``)."""
     from pyspark.sql import functions as F
-    if method != "exact":
+    if method not in ("exact", "histogram"):
         return df
+    fin = histogram.spark_value if method == "histogram" else (lambda c: c)
     for pre in prefixes:
         xs = F.col(pre + "_p")
         n = F.size(xs)
@@ -48,8 +56,8 @@ def _pct_finish(df, prefixes, method, ps=(0.95, 0.99)):
             h = (n - 1) * F.lit(p)
             lo = F.floor(h)
             hi = F.ceil(h)
-            a = F.element_at(xs, (lo + 1).cast("int"))
-            b = F.element_at(xs, (hi + 1).cast("int"))
+            a = fin(F.element_at(xs, (lo + 1).cast("int")))
+            b = fin(F.element_at(xs, (hi + 1).cast("int")))
             vals.append(F.when(n > 0, a + (h - lo) * (b - a)))
         df = df.withColumn(pre + "_p", F.array(*vals))
     return df

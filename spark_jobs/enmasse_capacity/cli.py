@@ -20,6 +20,7 @@ import tempfile
 import time
 import traceback
 
+from . import incremental
 from . import rules as lib
 from .aggregate import aggregate
 from .planner import Planner
@@ -219,7 +220,7 @@ def parse_args(argv=None):
     p.add_argument("--end", help="end instant (exclusive)")
     p.add_argument("--days", type=float, help="use the last N days of data")
     p.add_argument("--window-seconds", type=int, help="override window_seconds of the capacity model")
-    p.add_argument("--percentile-method", choices=("exact", "approx"))
+    p.add_argument("--percentile-method", choices=lib.PERCENTILE_METHODS)
     p.add_argument("--shuffle-partitions", type=int)
     p.add_argument("--driver-memory", help="e.g. 4g (local mode: the whole job)")
     p.add_argument("--conf", action="append", help="extra Spark conf key=value (repeatable)")
@@ -228,6 +229,13 @@ def parse_args(argv=None):
     p.add_argument("--progress-file", help="write the run's progress here while it runs (JSON: phase, Spark stages "
                    "and their tasks, phase durations; replaced atomically every --progress-interval seconds)")
     p.add_argument("--progress-interval", type=float, default=2.0)
+    p.add_argument("--incremental", action="store_true",
+                   help="aggregate only the days that are new or changed since the last incremental run and merge "
+                   "them with the stored per-day aggregates (<store>/_aggregates/v1, state.json); needs "
+                   "percentile_method histogram (the default with this option), a local store and no --start or "
+                   "--end (--days N: the last N days of the store)")
+    p.add_argument("--aggregates-dir", help="where --incremental keeps its per-day aggregates and state.json "
+                   "(a local directory; default <store>/_aggregates)")
     p.add_argument("--out-aggregates", help="also write the aggregated statistics the plan is made from (JSON: "
                    "per address and node, per address and node kind, node windows, node throughput, per-space "
                    "series; for checks and bench/capacity)")
@@ -254,6 +262,8 @@ def run(args, progress=None):
     progress = progress or Progress()
     progress.phase("check the input")
     cm = _capacity_model(args)
+    if args.incremental:
+        incremental.check_options(args, cm)
     spaces, catalogue, current = load_model(args.model)
     start = _parse_instant(args.start, "start")
     end = _parse_instant(args.end, "end")
@@ -268,13 +278,24 @@ def run(args, progress=None):
     progress.attach(spark.sparkContext)
     try:
         progress.phase("read the store")
-        addresses, nodes, start, warnings = _read_store(spark, args, start, end)
+        # incremental: every sample (it chooses the days itself)
+        addresses, nodes, start, warnings = _read_store(spark, args, start, end, not args.incremental)
         t_read = time.time()
         adaptive = not args.shuffle_partitions and not any(
             kv.startswith("spark.sql.shuffle.partitions=") for kv in (args.conf or []))
         known = [(sp["infra"], sp["name"], a["address"]) for sp in spaces for a in sp["addresses"]]
-        agg = aggregate(spark, addresses, nodes, cm, args.infra, adaptive_partitions=adaptive,
-                        known_addresses=known, known_plans=catalogue.address_plan_names(), on_phase=progress.phase)
+        if args.incremental:
+            n_warn = len(warnings)
+            agg = incremental.aggregate_incremental(
+                spark, args.metrics, addresses, nodes, cm, warnings, known_addresses=known,
+                known_plans=catalogue.address_plan_names(), on_phase=progress.phase, adaptive_partitions=adaptive,
+                base=args.aggregates_dir, infra=args.infra, days=args.days)
+            for w in warnings[n_warn:]:
+                sys.stderr.write("capacity_plan: %s\n" % w)
+        else:
+            agg = aggregate(spark, addresses, nodes, cm, args.infra, adaptive_partitions=adaptive,
+                            known_addresses=known, known_plans=catalogue.address_plan_names(),
+                            on_phase=progress.phase)
         t_agg = time.time()
     finally:
         progress.detach()
@@ -291,6 +312,8 @@ def run(args, progress=None):
                    "capacity_model": os.path.abspath(args.capacity_model) if args.capacity_model else None,
                    "start": start.isoformat() if start else None, "end": end.isoformat() if end else None,
                    "seconds": {"spark": round(t_agg - t_read, 3), "total": None}}
+    if args.incremental:
+        plan["job"]["incremental"] = agg["incremental"]
     return _write_outputs(args, plan, agg, progress, t0)
 
 
@@ -302,10 +325,13 @@ def _capacity_model(args):
         cm_user = dict(cm_user or {}, window_seconds=args.window_seconds)
     if args.percentile_method:
         cm_user = dict(cm_user or {}, percentile_method=args.percentile_method)
+    elif getattr(args, "incremental", False) and "percentile_method" not in (cm_user or {}):
+        # the only percentiles that merge across days
+        cm_user = dict(cm_user or {}, percentile_method="histogram")
     return lib.load_capacity_model(cm_user)
 
 
-def _read_store(spark, args, start, end):
+def _read_store(spark, args, start, end, last_days=True):
     """The address and node samples in the time range (``--days``: the last
     days of the samples, within ``start``): (addresses, nodes or None, start,
     warnings about missing optional columns or node samples)."""
@@ -319,7 +345,7 @@ def _read_store(spark, args, start, end):
                         "capacity model only" % args.metrics)
     elif n_absent:
         warnings.append("node samples lack optional column(s) %s (treated as null)" % ", ".join(n_absent))
-    if args.days:
+    if args.days and last_days:
         from pyspark.sql import functions as F
         mx = addresses.agg(F.max("ts")).collect()[0][0]
         if mx is not None:

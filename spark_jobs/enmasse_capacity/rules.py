@@ -34,6 +34,8 @@ import os
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import schema
 
+from . import histogram
+
 KIB = 1024
 MIB = 1024 * KIB
 GIB = 1024 * MIB
@@ -62,12 +64,17 @@ class InputError(ValueError):
 
 # ---------------------------------------------------------------- capacity model
 
+# exact: sorted values, linear interpolation; histogram: the same over fixed
+# log buckets (histogram.py: within 1 %, mergeable across days); approx:
+# Spark's percentile_approx
+PERCENTILE_METHODS = ("exact", "histogram", "approx")
+
 DEFAULT_CAPACITY_MODEL = {
     # metric windows
     "window_seconds": 300,          # aggregation window for rates and gauges
     "max_gap_seconds": 600,         # a sample interval longer than this is a gap
     "min_window_coverage": 0.5,     # a window is valid if its intervals cover >= this share
-    "percentile_method": "exact",   # exact (linear interpolation) | approx (percentile_approx)
+    "percentile_method": "exact",   # exact (linear interpolation) | histogram (log buckets, 1 %) | approx
     "rate_statistic": "p95",        # which statistic of the window rates sizes msg_rate
     "node_statistic": "p95",        # which statistic of node gauges sizes memory/disk/...
     "hot_address_share": 0.1,       # hot: throughput >= share x broker msg_rate capacity
@@ -158,8 +165,9 @@ def load_capacity_model(user=None):
     for key in ("rate_statistic", "node_statistic"):
         if m[key] not in STATISTICS:
             errors.append("capacity model: %s: %r must be one of %s" % (key, m[key], ", ".join(STATISTICS)))
-    if m["percentile_method"] not in ("exact", "approx"):
-        errors.append("capacity model: percentile_method: %r must be exact or approx" % (m["percentile_method"],))
+    if m["percentile_method"] not in PERCENTILE_METHODS:
+        errors.append("capacity model: percentile_method: %r must be one of %s"
+                      % (m["percentile_method"], ", ".join(PERCENTILE_METHODS)))
     th = m["thresholds"]
     for kind in NODE_KINDS:
         km = m[kind]
@@ -321,7 +329,7 @@ def summarize(values, method="exact"):
     vals = [v for v in values if v is not None]
     if not vals:
         return {"avg": None, "p95": None, "p99": None, "max": None, "count": 0}
-    pf = percentile if method == "exact" else percentile_nearest_rank
+    pf = {"exact": percentile, "histogram": histogram.percentile_of}.get(method, percentile_nearest_rank)
     return {"avg": sum(vals) / len(vals), "p95": pf(vals, 0.95), "p99": pf(vals, 0.99),
             "max": max(vals), "count": len(vals)}
 

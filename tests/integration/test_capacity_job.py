@@ -427,3 +427,37 @@ def test_unmodelled_names_found_by_narrow_and_full_scans(tmp_path, spark_session
     names = aggregate._resolve(spark_session, addresses, 0, cols, [("i", "s1", "q1")], {ids["q1"], 12345},
                                times={12345: q1_first})
     assert names == {ids["q1"]: ("i", "s1", "q1")}
+
+
+def test_histogram_percentiles_within_the_bound_of_exact(run, store, tmp_path, spark_session):
+    """percentile_method: histogram (the mergeable rule incremental planning
+    needs) against the exact run on the same store: every address's p95 and
+    p99 within histogram.REL_ERROR (1 %) of exact, everything else equal."""
+    from enmasse_capacity import histogram
+    root, _unused = store
+    out = str(tmp_path / "plan.json")
+    rc = cli.main(["--metrics", root, "--model", os.path.join(root, "model.json"), "--out-plan", out,
+                   "--no-report", "--percentile-method", "histogram"])
+    assert rc == 0
+    with open(out) as f:
+        plan = json.load(f)
+    assert plan["data_quality"]["percentile_method"] == "histogram"
+    exact, got = _addresses(run["plan"]), _addresses(plan)
+    assert sorted(exact) == sorted(got)
+    compared = differ = 0
+    for key, a in exact.items():
+        if not a["load"]:
+            assert not got[key]["load"], key
+            continue
+        b = got[key]["load"]
+        assert (b["windows"], b["windows_valid"]) == (a["load"]["windows"], a["load"]["windows_valid"]), key
+        for side in ("ingress", "egress"):
+            for st in ("avg", "max"):
+                assert b[side][st] == pytest.approx(a["load"][side][st], rel=1e-9, abs=1e-12), (key, side, st)
+            for st in ("p95", "p99"):
+                want = a["load"][side][st]
+                bound = histogram.REL_ERROR * want + histogram.MIN_VALUE
+                assert abs(b[side][st] - want) <= bound * (1 + 1e-9), (key, side, st, b[side][st], want)
+                compared += 1
+                differ += b[side][st] != want
+    assert compared >= 100 and differ > 0        # the rule was applied, not exact again
