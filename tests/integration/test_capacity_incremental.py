@@ -23,7 +23,7 @@ pytestmark = pytest.mark.spark
 pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
-from enmasse_capacity import cli, incremental  # noqa: E402
+from enmasse_capacity import cli  # noqa: E402
 import generate_metrics as gm  # noqa: E402
 
 DAYS = ("2024-03-04", "2024-03-05", "2024-03-06")
