@@ -42,7 +42,8 @@ def keeper_lines(log_text):
 def rolling_lines(log_text):
     """The rolling upgrade's lines that verify-upgrade.yml printed: each host's
     time to be ready again (ROLLING ...) and each client's longest gap (GAP ...)."""
-    return sorted(set(m.group(0) for m in re.finditer(r"(?:ROLLING \S+ (?:Artemis|qdrouterd)|GAP queue=)[^"\n]*", log_text)))
+    pattern = r"(?:ROLLING \S+ (?:Artemis|qdrouterd)|GAP queue=)[^\"\n]*"
+    return sorted(set(m.group(0) for m in re.finditer(pattern, log_text)))
 
 
 @pytest.mark.skipif(unusable(*NEEDS) is not None, reason=str(unusable(*NEEDS)))
