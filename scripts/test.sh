@@ -22,7 +22,7 @@ log() { printf '\n=== %s\n' "$*"; }
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   need=()
-  for pkg in podman runc debootstrap libxml2-utils maven default-jre-headless python3-venv rsync shellcheck etcd-server openssl prometheus prometheus-alertmanager; do
+  for pkg in podman runc debootstrap libxml2-utils maven default-jre-headless python3-venv rsync shellcheck etcd-server openssl prometheus prometheus-alertmanager mosquitto-clients; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   if [ ${#need[@]} -gt 0 ]; then
@@ -60,12 +60,20 @@ exec 8>&-
 PATH="$(pwd)/.venv/bin:$PATH"
 export PATH
 
-log "artemis ${ARTEMIS_VERSION}: local Maven cache (the roles' offline path)"
+log "artemis ${ARTEMIS_VERSION} and ${ARTEMIS_PREVIOUS_VERSION:-2.39.0}: local Maven cache (the roles' offline path)"
 ARTEMIS_TGZ="$HOME/.m2/repository/org/apache/activemq/apache-artemis/${ARTEMIS_VERSION}/apache-artemis-${ARTEMIS_VERSION}-bin.tar.gz"
 if [ ! -f "$ARTEMIS_TGZ" ]; then
   mvn -q dependency:get -Dartifact="org.apache.activemq:apache-artemis:${ARTEMIS_VERSION}:tar.gz:bin" -Dtransitive=false
 fi
 export ENMASSE_ARTEMIS_ARCHIVE="$ARTEMIS_TGZ"
+# the older Artemis of the upgrade pair: molecule/router converges with it and
+# upgrades to ARTEMIS_VERSION (playbooks/rolling_upgrade.yml)
+ARTEMIS_PREVIOUS_VERSION=${ARTEMIS_PREVIOUS_VERSION:-2.39.0}
+ARTEMIS_PREVIOUS_TGZ="$HOME/.m2/repository/org/apache/activemq/apache-artemis/${ARTEMIS_PREVIOUS_VERSION}/apache-artemis-${ARTEMIS_PREVIOUS_VERSION}-bin.tar.gz"
+if [ ! -f "$ARTEMIS_PREVIOUS_TGZ" ]; then
+  mvn -q dependency:get -Dartifact="org.apache.activemq:apache-artemis:${ARTEMIS_PREVIOUS_VERSION}:tar.gz:bin" -Dtransitive=false
+fi
+export ENMASSE_ARTEMIS_PREVIOUS_ARCHIVE="$ARTEMIS_PREVIOUS_TGZ"
 
 log "jmx_prometheus_javaagent 1.0.1: local Maven cache (roles/broker's metrics agent, offline path)"
 JMX_AGENT_JAR="$HOME/.m2/repository/io/prometheus/jmx/jmx_prometheus_javaagent/1.0.1/jmx_prometheus_javaagent-1.0.1.jar"

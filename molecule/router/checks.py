@@ -102,6 +102,37 @@ def isolation_problems(bodies, count):
     return problems
 
 
+def rolling_problems(result, gap_bound, min_accepted=10):
+    """The clients of a rolling upgrade (dataplane.py ``rolling``): for each
+    queue, every accepted message was received (lost = accepted minus
+    received), the producer got at least ``min_accepted`` accepted, and
+    neither client's longest gap exceeded ``gap_bound`` seconds (a guard: the
+    gap is reported, the bound only catches a client that never recovered).
+    Returns (problems, report lines)."""
+    problems, report = [], []
+    queues = result.get("queues") or {}
+    if not queues:
+        problems.append("no queue was exercised")
+    for name in sorted(queues):
+        q = queues[name]
+        lost = sorted(set(q["accepted"]) - set(q["received"]))
+        dup = len(q["received"]) - len(set(q["received"]))
+        report.append("GAP queue=%s producer longest=%.2f s (reconnects %d) consumer longest=%.2f s (reconnects %d); "
+                      "accepted %d, received %d, lost %d, duplicates %d"
+                      % (name, q["producer_longest_gap"], q["producer_reconnects"], q["consumer_longest_gap"],
+                         q["consumer_reconnects"], len(q["accepted"]), len(set(q["received"])), len(lost), dup))
+        if lost:
+            problems.append("%s lost %d accepted messages: %s" % (name, len(lost), lost[:5]))
+        if len(q["accepted"]) < min_accepted:
+            problems.append("%s: only %d messages accepted (want at least %d)" % (name, len(q["accepted"]),
+                                                                                  min_accepted))
+        for who in ("producer", "consumer"):
+            if q[who + "_longest_gap"] > gap_bound:
+                problems.append("%s: the %s's longest gap %.2f s is above the bound %s s"
+                                % (name, who, q[who + "_longest_gap"], gap_bound))
+    return problems, report
+
+
 def missing_entities(before, now):
     """The (type, name) pairs of ``before`` not in ``now``."""
     have = set(tuple(e) for e in now)
@@ -162,6 +193,9 @@ def main(argv=None):
     s = sub.add_parser("restore-time")
     s.add_argument("--before", required=True)
     s.add_argument("--timeout", type=float, default=120)
+    s = sub.add_parser("rolling")
+    s.add_argument("--result", required=True)
+    s.add_argument("--gap-bound", type=float, default=120)
     a = p.parse_args(argv)
     if a.cmd == "mesh":
         nodes = _query("org.apache.qpid.dispatch.router.node")
@@ -171,6 +205,10 @@ def main(argv=None):
         nodes = _query("org.apache.qpid.dispatch.router.node")
         result = {"problems": route_problems(a.self_id, a.to, a.via, nodes),
                   "nodes": dict((n["id"], n.get("nextHop")) for n in nodes)}
+    elif a.cmd == "rolling":
+        with open(a.result) as f:
+            problems, report = rolling_problems(json.load(f), a.gap_bound)
+        result = {"problems": problems, "report": report}
     elif a.cmd == "snapshot":
         result = {"entities": snapshot(), "problems": []}
     else:

@@ -11,12 +11,16 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # the archives the scenarios install offline (scripts/test.sh puts them there)
 ARTEMIS = os.environ.get("ENMASSE_ARTEMIS_ARCHIVE") or os.path.expanduser(
     "~/.m2/repository/org/apache/activemq/apache-artemis/2.40.0/apache-artemis-2.40.0-bin.tar.gz")
+# the older Artemis of the upgrade pair (molecule/router converges with it, then upgrades)
+ARTEMIS_PREVIOUS = os.environ.get("ENMASSE_ARTEMIS_PREVIOUS_ARCHIVE") or os.path.expanduser(
+    "~/.m2/repository/org/apache/activemq/apache-artemis/2.39.0/apache-artemis-2.39.0-bin.tar.gz")
 KEYCLOAK = os.environ.get("ENMASSE_KEYCLOAK_ARCHIVE") or os.path.expanduser(
     "~/.m2/repository/org/keycloak/keycloak-quarkus-dist/26.4.7/keycloak-quarkus-dist-26.4.7.tar.gz")
 ROUTER = os.environ.get("ENMASSE_ROUTER_ARCHIVE") or os.path.join(
     os.path.dirname(REPO), "shared", "vendor", "qpid-dispatch-1.19.0.tar.gz")
 WHERE = {
     ARTEMIS: "no Artemis archive at %s (scripts/test.sh fetches it with Maven)",
+    ARTEMIS_PREVIOUS: "no Artemis archive (the upgrade's older version) at %s (scripts/test.sh fetches it with Maven)",
     KEYCLOAK: "no Keycloak archive at %s (scripts/test.sh fetches it with Maven; or set ENMASSE_KEYCLOAK_ARCHIVE)",
     ROUTER: "no qpid-dispatch source archive at %s (set ENMASSE_ROUTER_ARCHIVE)",
 }

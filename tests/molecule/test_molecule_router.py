@@ -28,15 +28,22 @@ import sys
 
 import pytest
 
-from scenario import ARTEMIS, KEYCLOAK, ROUTER, run, unusable
+from scenario import ARTEMIS, ARTEMIS_PREVIOUS, KEYCLOAK, ROUTER, run, unusable
 
 pytestmark = pytest.mark.molecule
-NEEDS = (ROUTER, ARTEMIS, KEYCLOAK)
+NEEDS = (ROUTER, ARTEMIS, ARTEMIS_PREVIOUS, KEYCLOAK)
 
 
 def keeper_lines(log_text):
     """The keeper's measured restore time(s) that verify.yml printed."""
     return sorted(set(m.group(0).rstrip('"') for m in re.finditer(r"KEEPER-RESTORE [^\n]*?\)", log_text)))
+
+
+def rolling_lines(log_text):
+    """The rolling upgrade's lines that verify-upgrade.yml printed: each host's
+    time to be ready again (ROLLING ...) and each client's longest gap (GAP ...)."""
+    pattern = r"(?:ROLLING \S+ (?:Artemis|qdrouterd)|GAP queue=)[^\"\n]*"
+    return sorted(set(m.group(0) for m in re.finditer(pattern, log_text)))
 
 
 @pytest.mark.skipif(unusable(*NEEDS) is not None, reason=str(unusable(*NEEDS)))
@@ -45,5 +52,7 @@ def test_molecule_router_scenario(record_property):
     for line in keeper_lines(text):
         sys.stdout.write("\n%s\n" % line)
         record_property("keeper_restore", line)
+    for line in rolling_lines(text):
+        sys.stdout.write("\n%s\n" % line)
     sys.stdout.write("\nROUTER-SCENARIO %.0f s\n" % seconds)
     assert rc == 0, "molecule test failed; log: %s" % log_path

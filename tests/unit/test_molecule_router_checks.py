@@ -127,3 +127,32 @@ def test_missing_entities():
     before = [["address", "enmasse/tenant-a/orders"], ["listener", "enmasse/tenant-a/amqp"], ["vhost", "tenant-a"]]
     assert checks.missing_entities(before, before + [["listener", "management"]]) == []
     assert checks.missing_entities(before, before[1:]) == [("address", "enmasse/tenant-a/orders")]
+
+
+# ------------------------------------------------------------- rolling upgrade
+def _rolling(accepted, received, pgap=1.5, cgap=2.0):
+    return {"queues": {"crash": {"accepted": accepted, "received": received, "producer_reconnects": 1,
+                                 "consumer_reconnects": 2, "producer_longest_gap": pgap,
+                                 "consumer_longest_gap": cgap}}}
+
+
+def test_rolling_nothing_lost_reports_the_gaps():
+    ids = ["crash-%d" % i for i in range(20)]
+    problems, report = checks.rolling_problems(_rolling(ids, ids + ids[:2]), 60)
+    assert problems == []
+    assert report == ["GAP queue=crash producer longest=1.50 s (reconnects 1) consumer longest=2.00 s "
+                      "(reconnects 2); accepted 20, received 20, lost 0, duplicates 2"]
+
+
+def test_rolling_a_lost_message_fails():
+    ids = ["crash-%d" % i for i in range(20)]
+    problems, _ = checks.rolling_problems(_rolling(ids, ids[:7] + ids[8:]), 60)
+    assert problems == ["crash lost 1 accepted messages: ['crash-7']"]
+
+
+def test_rolling_too_few_accepted_or_a_gap_above_the_bound_fails():
+    ids = ["crash-%d" % i for i in range(3)]
+    problems, _ = checks.rolling_problems(_rolling(ids, ids, pgap=75.0), 60)
+    assert problems == ["crash: only 3 messages accepted (want at least 10)",
+                        "crash: the producer's longest gap 75.00 s is above the bound 60 s"]
+    assert checks.rolling_problems({"queues": {}}, 60)[0] == ["no queue was exercised"]
