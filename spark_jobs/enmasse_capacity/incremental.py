@@ -292,37 +292,13 @@ def clear(root):
 
 # ================================================================ the run
 
-def aggregate_incremental(spark, root, addresses, nodes, cm, warnings, known_addresses=(), known_plans=(),
-                          on_phase=None, adaptive_partitions=False, base=None, infra=None, days=None):
-    """``aggregate.aggregate``'s result from the stored per-day aggregates
-    and those of the days that need it (``days_to_compute``), over the whole
-    store (``addresses``, ``nodes``: every sample). Writes the recomputed
-    days' aggregates and then ``state.json``. Adds what it did to
-    ``out["incremental"]`` and the reason of a full recomputation to
-    ``warnings``."""
-    import time
-    from concurrent.futures import ThreadPoolExecutor
-    from pyspark import StorageLevel
+def _plan_days(spark, addresses, nodes, local, store, params, days, warnings):
+    """The days to aggregate and those to read from the stored aggregates;
+    clears the stored ones (with a warning saying why) when every day is
+    recomputed. Returns (addresses, nodes, restarts, todo, keep, why, fps, state path)."""
     from pyspark.sql import functions as F
     from . import aggregate as ag
-    from . import rules as lib
-    from .ids import _Collision, _add_name
-    on_phase = on_phase or (lambda name: None)
-    t0 = time.time()
-    store = root[len("file://"):] if root.startswith("file://") else root
-    local = base or default_base(root)
-    if local.startswith("file://"):
-        local = local[len("file://"):]
-    W = float(cm["window_seconds"])
-    max_gap = float(cm["max_gap_seconds"])
-    params = parameters(cm, infra)
-    if infra:
-        addresses = addresses.where(F.col("infra") == infra)
-        if nodes is not None:
-            nodes = nodes.where(F.col("infra") == infra)
-        known_addresses = [k for k in known_addresses if k[0] == infra]
     state_path = os.path.join(aggregates_dir(local), "state.json")
-    on_phase("aggregate: node restarts, days to aggregate")
     fps = last_days(day_fingerprints(store), days)
     os.makedirs(aggregates_dir(local), exist_ok=True)
     state, why = load_state(state_path)
@@ -343,6 +319,122 @@ def aggregate_incremental(spark, root, addresses, nodes, cm, warnings, known_add
     if why:
         warnings.append("incremental: " + why)
         clear(local)
+    return addresses, nodes, restarts, todo, keep, why, fps, state_path
+
+
+def _compute_days(spark, addresses, nodes, restarts, todo, local, cm, adaptive_partitions, timings):
+    """Aggregates the days ``todo`` (counter deltas with the margin before
+    each day, the node pass) and writes their per-day aggregates."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+    from . import aggregate as ag
+    W = float(cm["window_seconds"])
+    max_gap = float(cm["max_gap_seconds"])
+    t1 = time.time()
+    prev = [(_dt.date.fromisoformat(d) - _dt.timedelta(days=1)).isoformat() for d in todo]
+    a = addresses.where(F.col("date").isin(*sorted(set(todo) | set(prev))))
+    if adaptive_partitions:
+        # from what this run reads, not the whole store
+        spark.conf.set("spark.sql.shuffle.partitions",
+                       str(max(2 * spark.sparkContext.defaultParallelism, a.rdd.getNumPartitions())))
+    a = a.where(F.date_format("ts", "yyyy-MM-dd").isin(*todo)
+                | F.date_format((F.col("ts").cast("double") + F.lit(max_gap)).cast("timestamp"),
+                                "yyyy-MM-dd").isin(*todo))
+    anw = ag._series_windows(spark, a, restarts, 0, W, max_gap, float(cm["min_window_coverage"]))
+    # the margin before a day gives its first delta; its own windows belong to the day before
+    anw = anw.where(_day_col(F, W).isin(*todo))
+    anw.persist(StorageLevel.MEMORY_AND_DISK)
+    akw = ag._address_kind_windows(anw).withColumn("day", _day_col(F, W))
+    akw.persist(StorageLevel.MEMORY_AND_DISK)
+    n_day = nodes.where(F.col("date").isin(*todo)) if nodes is not None else None
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            node_f = pool.submit(ag._node_pass, spark, n_day, W, 0)
+            nthr = (anw.where(F.col("valid")).groupBy("nid", "wi")
+                    .agg(F.sum(F.col("r_in") + F.col("r_out")).alias("thr"))
+                    .withColumn("day", _day_col(F, W)))
+            write_days(spark, local, {"series": day_series(anw, W), "kind": day_kind(akw, W), "akw": akw,
+                                      "nthr": nthr}, pool)
+            windows, _n, names = node_f.result()
+    finally:
+        akw.unpersist()
+        anw.unpersist()
+    timings["deltas"] = time.time() - t1
+    t2 = time.time()
+    per_day = dict((d, {"node_windows": [], "node_rows": 0, "names": []}) for d in todo)
+    for w in windows:
+        e = per_day[_day_of(w["ws"])]
+        e["node_windows"].append(w)
+        e["node_rows"] += w["n"]
+    for h, key in names.items():
+        for e in per_day.values():
+            e["names"].append([h] + list(key))
+    for d, e in per_day.items():
+        write_node_day(local, d, e)
+    timings["nodes"] += time.time() - t2
+
+
+def _merge_days(spark, addresses, days, local, W, out, node_names, timings):
+    """Reads the stored aggregates of ``days`` into ``out``: node windows and
+    names, merged series, per-kind rows and node throughput (returned as
+    (series, ak_rows, nthr_rows))."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+    from . import aggregate as ag
+    from .ids import _add_name
+    t3 = time.time()
+    out["node_windows"], out["totals"]["node_rows"] = [], 0
+    for d in days:
+        e = read_node_day(local, d)
+        out["node_windows"].extend(e["node_windows"])
+        out["totals"]["node_rows"] += e["node_rows"]
+        for h, i, n, k in e["names"]:
+            _add_name(node_names, h, (i, n, k))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        ak_f = pool.submit(lambda: merged_kind(read_days(spark, local, "kind", days)).collect())
+        nthr_f = pool.submit(lambda: read_days(spark, local, "nthr", days).collect())
+        series = merged_series(read_days(spark, local, "series", days)).collect()
+        ak_rows, nthr = ak_f.result(), nthr_f.result()
+    if not series:
+        raise InputError("metrics store: no address samples")
+    if any(r["bad"] for r in series):
+        raise InputError("metrics store: address samples are invalid: "
+                         + "; ".join(ag._invalid_addresses(addresses)))
+    timings["merge"] = time.time() - t3
+    return series, ak_rows, [{"nid": r["nid"], "ws": r["wi"] * W, "thr": r["thr"]} for r in nthr]
+
+
+def aggregate_incremental(spark, root, addresses, nodes, cm, warnings, known_addresses=(), known_plans=(),
+                          on_phase=None, adaptive_partitions=False, base=None, infra=None, days=None):
+    """``aggregate.aggregate``'s result from the stored per-day aggregates
+    and those of the days that need it (``days_to_compute``), over the whole
+    store (``addresses``, ``nodes``: every sample). Writes the recomputed
+    days' aggregates and then ``state.json``. Adds what it did to
+    ``out["incremental"]`` and the reason of a full recomputation to
+    ``warnings``."""
+    import time
+    from pyspark.sql import functions as F
+    from . import aggregate as ag
+    from . import rules as lib
+    from .ids import _Collision, _add_name
+    on_phase = on_phase or (lambda name: None)
+    t0 = time.time()
+    store = root[len("file://"):] if root.startswith("file://") else root
+    local = base or default_base(root)
+    if local.startswith("file://"):
+        local = local[len("file://"):]
+    W = float(cm["window_seconds"])
+    params = parameters(cm, infra)
+    if infra:
+        addresses = addresses.where(F.col("infra") == infra)
+        if nodes is not None:
+            nodes = nodes.where(F.col("infra") == infra)
+        known_addresses = [k for k in known_addresses if k[0] == infra]
+    on_phase("aggregate: node restarts, days to aggregate")
+    addresses, nodes, restarts, todo, keep, why, fps, state_path = _plan_days(
+        spark, addresses, nodes, local, store, params, days, warnings)
     timings = {"nodes": time.time() - t0}
     out = {"totals": {}, "incremental": {"aggregated_days": todo, "stored_days": keep, "full": bool(why)}}
     node_names = {}
@@ -351,70 +443,10 @@ def aggregate_incremental(spark, root, addresses, nodes, cm, warnings, known_add
             _add_name(node_names, nid, (infra, node, kind))
         if todo:
             on_phase("aggregate: counter deltas of %d day(s)" % len(todo))
-            t1 = time.time()
-            prev = [(_dt.date.fromisoformat(d) - _dt.timedelta(days=1)).isoformat() for d in todo]
-            a = addresses.where(F.col("date").isin(*sorted(set(todo) | set(prev))))
-            if adaptive_partitions:
-                # from what this run reads, not the whole store
-                spark.conf.set("spark.sql.shuffle.partitions",
-                               str(max(2 * spark.sparkContext.defaultParallelism, a.rdd.getNumPartitions())))
-            a = a.where(F.date_format("ts", "yyyy-MM-dd").isin(*todo)
-                        | F.date_format((F.col("ts").cast("double") + F.lit(max_gap)).cast("timestamp"),
-                                        "yyyy-MM-dd").isin(*todo))
-            anw = ag._series_windows(spark, a, restarts, 0, W, max_gap, float(cm["min_window_coverage"]))
-            # the margin before a day gives its first delta; its own windows belong to the day before
-            anw = anw.where(_day_col(F, W).isin(*todo))
-            anw.persist(StorageLevel.MEMORY_AND_DISK)
-            akw = ag._address_kind_windows(anw).withColumn("day", _day_col(F, W))
-            akw.persist(StorageLevel.MEMORY_AND_DISK)
-            n_day = nodes.where(F.col("date").isin(*todo)) if nodes is not None else None
-            try:
-                with ThreadPoolExecutor(max_workers=2) as pool:
-                    node_f = pool.submit(ag._node_pass, spark, n_day, W, 0)
-                    nthr = (anw.where(F.col("valid")).groupBy("nid", "wi")
-                            .agg(F.sum(F.col("r_in") + F.col("r_out")).alias("thr"))
-                            .withColumn("day", _day_col(F, W)))
-                    write_days(spark, local, {"series": day_series(anw, W), "kind": day_kind(akw, W), "akw": akw,
-                                              "nthr": nthr}, pool)
-                    windows, _n, names = node_f.result()
-            finally:
-                akw.unpersist()
-                anw.unpersist()
-            timings["deltas"] = time.time() - t1
-            t2 = time.time()
-            per_day = dict((d, {"node_windows": [], "node_rows": 0, "names": []}) for d in todo)
-            for w in windows:
-                e = per_day[_day_of(w["ws"])]
-                e["node_windows"].append(w)
-                e["node_rows"] += w["n"]
-            for h, key in names.items():
-                for e in per_day.values():
-                    e["names"].append([h] + list(key))
-            for d, e in per_day.items():
-                write_node_day(local, d, e)
-            timings["nodes"] += time.time() - t2
+            _compute_days(spark, addresses, nodes, restarts, todo, local, cm, adaptive_partitions, timings)
         days = sorted(set(todo) | set(keep))
         on_phase("aggregate: merge %d day(s)" % len(days))
-        t3 = time.time()
-        out["node_windows"], out["totals"]["node_rows"] = [], 0
-        for d in days:
-            e = read_node_day(local, d)
-            out["node_windows"].extend(e["node_windows"])
-            out["totals"]["node_rows"] += e["node_rows"]
-            for h, i, n, k in e["names"]:
-                _add_name(node_names, h, (i, n, k))
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            ak_f = pool.submit(lambda: merged_kind(read_days(spark, local, "kind", days)).collect())
-            nthr_f = pool.submit(lambda: read_days(spark, local, "nthr", days).collect())
-            series = merged_series(read_days(spark, local, "series", days)).collect()
-            ak_rows, nthr = ak_f.result(), nthr_f.result()
-        if not series:
-            raise InputError("metrics store: no address samples")
-        if any(r["bad"] for r in series):
-            raise InputError("metrics store: address samples are invalid: "
-                             + "; ".join(ag._invalid_addresses(addresses)))
-        nthr_rows = [{"nid": r["nid"], "ws": r["wi"] * W, "thr": r["thr"]} for r in nthr]
-        timings["merge"] = time.time() - t3
+        series, ak_rows, nthr_rows = _merge_days(spark, addresses, days, local, W, out, node_names, timings)
         addr_names, more_nodes, plan_names, timings["names"] = ag._names(
             spark, addresses, 0, series, node_names, known_addresses, known_plans, time.time())
         node_names.update(more_nodes)
