@@ -6,17 +6,15 @@ verified with the CA that signed it) with basic auth, as Prometheus does.
 The counters must say what the clients did, and nothing a client sent (user
 names, passwords) may appear in the scrape. Without or with wrong credentials
 and over plain HTTP the endpoint gives nothing."""
-import base64
 import json
 import os
-import ssl
 import time
 import urllib.error
-import urllib.request
 
 import pytest
 
 from helpers import free_port
+from metrics_http import metrics_scrape
 from test_auth_service_router import (ALL, AuthService, build_router, connect, make_tls, refused, running_router,
                                       service_tls, wait_listening, write_users)
 
@@ -55,16 +53,7 @@ def env(tmp_path_factory):
 
 def scrape(env, user=SCRAPE_USER, password=SCRAPE_PASSWORD, scheme="https"):
     """(HTTP status, body) of GET /metrics, verifying the service's certificate with the CA."""
-    request = urllib.request.Request("%s://127.0.0.1:%d/metrics" % (scheme, env["metrics_port"]))
-    if user is not None:
-        token = base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
-        request.add_header("Authorization", "Basic " + token)
-    context = ssl.create_default_context(cafile=env["ca"])
-    try:
-        with urllib.request.urlopen(request, context=context if scheme == "https" else None, timeout=10) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
+    return metrics_scrape(env["metrics_port"], env["ca"], user, password, scheme)
 
 
 def samples(text):

@@ -9,21 +9,19 @@ and by the REAL Prometheus with the monitoring role's job mqtt_gateways. The
 counters must say what the clients did; no user name or client id may appear
 in the scrape. Without or with wrong credentials and over plain HTTP the
 endpoint gives nothing; SIGHUP re-reads the password file."""
-import base64
 import json
 import os
 import shutil
 import signal
-import ssl
 import subprocess
 import urllib.error
-import urllib.request
 
 import pytest
 import yaml
 
 import test_auth_service_router as asr
 from helpers import free_port
+from metrics_http import metrics_scrape
 from test_mqtt_gateway import ADDRESSES, OPEN, Consumer, Mqtt, gateway_binary, wait_for, write_table
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import metrics
@@ -93,16 +91,7 @@ def close_clients():
 
 def scrape(env, user=SCRAPE_USER, password=SCRAPE_PASSWORD, scheme="https"):
     """(HTTP status, body) of GET /metrics, verifying the gateway's certificate with the CA."""
-    request = urllib.request.Request("%s://127.0.0.1:%d/metrics" % (scheme, env["metrics_port"]))
-    if user is not None:
-        token = base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
-        request.add_header("Authorization", "Basic " + token)
-    context = ssl.create_default_context(cafile=env["ca"])
-    try:
-        with urllib.request.urlopen(request, context=context if scheme == "https" else None, timeout=10) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
+    return metrics_scrape(env["metrics_port"], env["ca"], user, password, scheme)
 
 
 def values(env):
