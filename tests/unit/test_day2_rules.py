@@ -320,3 +320,15 @@ def test_the_next_plan_confirms_the_last_change_or_says_not_converged():
     earlier = dict(_plan(), job={"end": "2026-11-26T11:00:00Z"})  # data ends before the change
     assert day2.confirmation(earlier, "prod", history) is None
     assert day2.confirmation(later, "prod", [{"time": NOW, "changed": False}]) is None
+
+
+def test_a_move_whose_partition_is_not_on_its_from_any_more_is_refused():
+    plan = _plan(moves=[_move("q", "b1", "b2", partition=1), _move("p", "b1", "b3"), _move("x", "b1", "b2")])
+    homes = {"s/q": ["b3", "b1"], "s/p": ["b2"]}
+    out = day2.change_set(plan, "prod", LIVE, {}, [], NOW, {"mode": "apply"}, homes=homes)
+    assert [m["address"] for m in out["moves"]] == ["q"]
+    assert out["refused"] == [
+        {"step": "move s/p#0 b1 -> b3", "guardrail": "moved-since-plan",
+         "why": "from 'b1': the partition lives on 'b2' now (the ledger of 's'): the plan is older than the pool"},
+        {"step": "move s/x#0 b1 -> b2", "guardrail": "moved-since-plan",
+         "why": "from 'b1': the partition lives on 'nowhere' now (the ledger of 's'): the plan is older than the pool"}]

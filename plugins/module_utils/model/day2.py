@@ -171,11 +171,14 @@ def _new_names(before, after):
     return [h for h in after if h not in before]
 
 
-def change_set(plan, infra, live, spares=None, history=None, now=None, guardrails=None):
+def change_set(plan, infra, live, spares=None, history=None, now=None, guardrails=None, homes=None):
     """The change set for ``infra``'s standard pool. ``live``/``spares``:
     {"brokers": [host], "routers": [host]}; ``history``: [{time, changed}];
-    ``now``: epoch seconds. Returns {act, add, add_for, drain, moves,
-    refused}; ``add_for``: {spare host: the plan's new name it stands for}."""
+    ``now``: epoch seconds; ``homes``: {"space/address": [broker per
+    partition]} of the live pool (the ledgers), when known: a move whose
+    partition is not on its ``from`` any more is refused. Returns {act, add,
+    add_for, drain, moves, refused}; ``add_for``: {spare host: the plan's new
+    name it stands for}."""
     errs = guardrail_errors(guardrails or {})
     if errs:
         raise ValueError("; ".join(errs))
@@ -216,7 +219,7 @@ def change_set(plan, infra, live, spares=None, history=None, now=None, guardrail
             budget[0] -= 1
         else:
             refuse("drain %s" % host, "max-hosts-changed", _budget_why(g))
-    _moves(bpool.get("moves") or [], live.get("brokers") or [], adding, g, out, refuse)
+    _moves(bpool.get("moves") or [], live.get("brokers") or [], adding, g, out, refuse, homes)
     return out
 
 
@@ -256,7 +259,17 @@ def _move_step(mv):
                                        mv.get("from"), mv.get("to"))
 
 
-def _moves(moves, pool, adding, g, out, refuse):
+def _where(homes, mv):
+    """The broker partition ``mv`` lives on now, per ``homes`` (None: unknown)."""
+    if homes is None:
+        return None
+    brokers = homes.get("%s/%s" % (mv.get("address_space"), mv.get("address")))
+    part = mv.get("partition")
+    return brokers[part] if isinstance(brokers, list) and isinstance(part, int) and 0 <= part < len(brokers) \
+        else "nowhere"
+
+
+def _moves(moves, pool, adding, g, out, refuse, homes=None):
     draining = set(out["drain"]["brokers"])
     moved_bytes = 0
     for mv in moves:
@@ -275,6 +288,10 @@ def _moves(moves, pool, adding, g, out, refuse):
             refuse(step, "not-in-pool", "%s: both brokers must be in the live pool %s and not draining (a new "
                    "broker is named by the next plan, made after it joined)"
                    % (", ".join("%s %s" % (k, _fmt(mv.get(k))) for k in bad), _fmt(sorted(pool))))
+        elif _where(homes, mv) not in (None, mv.get("from")):
+            refuse(step, "moved-since-plan", "from %s: the partition lives on %s now (the ledger of %s): the plan "
+                   "is older than the pool" % (_fmt(mv.get("from")), _fmt(_where(homes, mv)),
+                                              _fmt(mv.get("address_space"))))
         elif len(out["moves"]) >= g["max_moves"]:
             refuse(step, "max-moves", "max_moves %d reached: at most %d move(s) per run" % (g["max_moves"], g["max_moves"]))
         elif g["max_bytes_moved"] is not None and moved_bytes + (mv.get("bytes") or 0) > g["max_bytes_moved"]:
