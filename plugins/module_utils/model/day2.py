@@ -289,9 +289,9 @@ def _moves(moves, pool, adding, g, out, refuse, homes=None):
                    "broker is named by the next plan, made after it joined)"
                    % (", ".join("%s %s" % (k, _fmt(mv.get(k))) for k in bad), _fmt(sorted(pool))))
         elif _where(homes, mv) not in (None, mv.get("from")):
+            where = (_fmt(mv.get("from")), _fmt(_where(homes, mv)), _fmt(mv.get("address_space")))
             refuse(step, "moved-since-plan", "from %s: the partition lives on %s now (the ledger of %s): the plan "
-                   "is older than the pool" % (_fmt(mv.get("from")), _fmt(_where(homes, mv)),
-                                              _fmt(mv.get("address_space"))))
+                   "is older than the pool" % where)
         elif len(out["moves"]) >= g["max_moves"]:
             refuse(step, "max-moves", "max_moves %d reached: at most %d move(s) per run" % (g["max_moves"], g["max_moves"]))
         elif g["max_bytes_moved"] is not None and moved_bytes + (mv.get("bytes") or 0) > g["max_bytes_moved"]:
@@ -332,11 +332,11 @@ def confirmation(plan, infra, history):
         return None  # the plan's data ends before the change: it cannot confirm it
     left = []
     if list(bpool.get("brokers_after") or []) != list(bpool.get("brokers_before") or []):
-        left.append("brokers_before %s -> brokers_after %s" % (_fmt(bpool.get("brokers_before")),
-                                                                _fmt(bpool.get("brokers_after"))))
+        left.append("brokers_before %s -> brokers_after %s"
+                    % (_fmt(bpool.get("brokers_before")), _fmt(bpool.get("brokers_after"))))
     if rpool is not None and list(rpool.get("routers_after") or []) != list(rpool.get("routers_before") or []):
-        left.append("routers_before %s -> routers_after %s" % (_fmt(rpool.get("routers_before")),
-                                                                _fmt(rpool.get("routers_after"))))
+        left.append("routers_before %s -> routers_after %s"
+                    % (_fmt(rpool.get("routers_before")), _fmt(rpool.get("routers_after"))))
     if bpool.get("moves"):
         left.append("%d move(s)" % len(bpool["moves"]))
     return {"of": last["time"], "converged": not left,
