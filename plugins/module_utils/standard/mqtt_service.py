@@ -245,3 +245,9 @@ def describe(requests):
 def retained_queue_name(args):
     first = args[0]
     return json.loads(first)["name"] if first.startswith("{") else first
+
+
+def kinds(space_kinds, record):
+    """The router entity kinds a space-level read needs: with the MQTT
+    service (now or before) its linkRoutes too (the names filter the rest)."""
+    return tuple(space_kinds) + ((_ent.LINKROUTE,) if record else ())

@@ -499,7 +499,7 @@ def converge_space(service, ledger, desired, catalogue, connection_file=None, ch
     if mqtt:
         record["mqtt_service"] = mqtt
     with service.session() as session:
-        live, status = service.read_routers(session, name, SPACE_KINDS)
+        live, status = service.read_routers(session, name, _mqtt.kinds(SPACE_KINDS, mqtt or old.get("mqtt_service")))
         want = space_level(service, name, port, record, placed(ledger))
         # the space's address entities stay as they are: only the space-level ones are converged here
         scope = set(want) | set(n for r in live.values() for n in r
@@ -520,7 +520,7 @@ def converge_space(service, ledger, desired, catalogue, connection_file=None, ch
             ledger.save()
             if connection_file:
                 _infra.write_connection_file(connection_file, connection_data(service, name, record, ledger.path))
-            live, status = service.read_routers(session, name, SPACE_KINDS)
+            live, status = service.read_routers(session, name, _mqtt.kinds(SPACE_KINDS, mqtt or old.get("mqtt_service")))
         view = copy.copy(ledger)
         view.space = record
         st = space_status(service, name, view, live, status)
@@ -575,7 +575,7 @@ def space_info(service, ledger, name):
     live, status, error = None, {}, None
     try:
         with service.session() as session:
-            live, status = service.read_routers(session, name, SPACE_KINDS)
+            live, status = service.read_routers(session, name, _mqtt.kinds(SPACE_KINDS, (ledger.space or {}).get("mqtt_service")))
     except (ServiceError, ClientError) as e:
         error = str(e)
     st = space_status(service, name, ledger, live or {}, status or {}, error)
