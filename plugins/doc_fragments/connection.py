@@ -58,6 +58,8 @@ options:
   timeout:
     description:
       - Timeout of one management HTTP request, in seconds. Defaults to 60.
+      - For a standard address space, the wait for one management request to a router or a broker; it
+        replaces the infrastructure file's C(timeout) (60) for this task. Whole seconds, at least 1.
     type: int
   catalogue_path:
     description:

@@ -17,8 +17,9 @@ import time
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError
 from ansible_collections.enmasse.messaging.plugins.module_utils.files import writable_error
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import day2
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as _infra
 
-DEFAULTS = {"infra": "default", "routers": [], "spare_brokers": [], "spare_routers": [], "guardrails": {},
+DEFAULTS = {"infra": "default", "brokers": None, "infrastructure_file": None, "routers": [], "spare_brokers": [], "spare_routers": [], "guardrails": {},
             "history": "/var/lib/enmasse-messaging/day2/history.jsonl"}
 
 
@@ -57,15 +58,37 @@ def _move_text(m):
     return "%s/%s#%s %s -> %s" % (m.get("address_space"), m.get("address"), m.get("partition"), m.get("from"), m.get("to"))
 
 
-def _pool_view(brokers, routers, moves=()):
-    return {"brokers": list(brokers), "routers": list(routers), "moves": [_move_text(m) for m in moves]}
+def _partition(m):
+    return "%s/%s#%s" % (m.get("address_space"), m.get("address"), m.get("partition"))
+
+
+def _pool_view(brokers, routers, moves=(), side="from"):
+    """The pool as the diff shows it: its hosts, and where each partition the
+    decision moves lives (``side``: ``from`` before, ``to`` after)."""
+    return {"brokers": list(brokers), "routers": list(routers),
+            "partitions": dict((_partition(m), m.get(side)) for m in moves)}
 
 
 def _after(live, decision):
     def kind(name):
         drained = set(decision["drain"][name])
         return [h + " (draining)" if h in drained else h for h in live.get(name) or []] + decision["add"][name]
-    return _pool_view(kind("brokers"), kind("routers"), decision["moves"])
+    return _pool_view(kind("brokers"), kind("routers"), decision["moves"], "to")
+
+
+def live_pool(params):
+    """(live {brokers, routers}, homes {"space/address": [brokers]} or None):
+    the brokers and the ledgers' homes from the infrastructure file when it
+    is given, else the brokers option."""
+    routers = params["routers"] or []
+    if not params.get("infrastructure_file"):
+        return {"brokers": params["brokers"] or [], "routers": routers}, None
+    infra = _infra.load_infra(params["infrastructure_file"])
+    homes = {}
+    for space in _infra.space_names(infra):
+        for name, h in _infra.load_ledger(infra, space).homes.items():
+            homes["%s/%s" % (space, name)] = list(h.get("brokers") or [])
+    return {"brokers": [b["name"] for b in infra["brokers"]], "routers": routers}, homes
 
 
 def run(params, check_mode, now=None):
@@ -77,27 +100,47 @@ def run(params, check_mode, now=None):
     history_path = params["history"]
     plan = read_plan(params["plan"])
     history = read_history(history_path)
-    live = {"brokers": params["brokers"], "routers": params["routers"] or []}
+    live, homes = live_pool(params)
     spares = {"brokers": params["spare_brokers"] or [], "routers": params["spare_routers"] or []}
     try:
-        decision = day2.change_set(plan, params["infra"], live, spares, history, now, params["guardrails"])
+        decision = day2.change_set(plan, params["infra"], live, spares, history, now, params["guardrails"], homes)
     except ValueError as e:
         raise ConfigError(str(e))
-    todo = any(decision["add"].values()) or any(decision["drain"].values()) or bool(decision["moves"])
-    changed = decision["act"] and todo
+    steps = day2.steps(decision)
+    changed = decision["act"] and bool(steps)
     record = None
     if changed:
         record = {"time": now, "changed": True, "plan_generated_at": plan.get("generated_at"),
-                  "infra": params["infra"], "add": decision["add"], "drain": decision["drain"],
-                  "moves": len(decision["moves"]), "refused": len(decision["refused"])}
+                  "plan_job_end": (plan.get("job") or {}).get("end"), "infra": params["infra"],
+                  "add": decision["add"], "add_for": decision["add_for"], "drain": decision["drain"],
+                  "moves": [_move_text(m) for m in decision["moves"]], "refused": decision["refused"]}
         if not check_mode:
             _append(history_path, record)
-    result = dict(decision, changed=changed, history_record=None if check_mode else record,
+    confirmation = _confirmation(plan, params, history, decision, now)
+    if confirmation and confirmation.get("record") and not check_mode and params["guardrails"].get("mode") == "apply":
+        _append(history_path, confirmation["record"])
+    result = dict(decision, changed=changed, steps=steps if decision["act"] else [],
+                  history_record=None if check_mode else record,
                   plan_generated_at=plan.get("generated_at"),
-                  diff={"before": _pool_view(live["brokers"], live["routers"]),
+                  confirmation=confirmation and dict((k, v) for k, v in confirmation.items() if k != "record"),
+                  diff={"before": _pool_view(live["brokers"], live["routers"], decision["moves"] if changed else ()),
                         "after": _after(live, decision) if changed else _pool_view(live["brokers"], live["routers"])})
     result["warnings"] = ["not done: %s (%s: %s)" % (r["step"], r["guardrail"], r["why"]) for r in decision["refused"]]
     return result
+
+
+def _confirmation(plan, params, history, decision, now):
+    """day2.confirmation of the last change, unless the plan is stale; with
+    the history record to append when that change is not confirmed yet."""
+    if any(r["step"] == "plan" and r["guardrail"] != "cooldown" for r in decision["refused"]):
+        return None
+    c = day2.confirmation(plan, params["infra"], history)
+    if c is None:
+        return None
+    if not any(h.get("confirms") == c["of"] for h in history):
+        c["record"] = {"time": now, "changed": False, "confirms": c["of"], "converged": c["converged"],
+                       "why": c["why"], "plan_job_end": (plan.get("job") or {}).get("end")}
+    return c
 
 
 def _append(path, record):

@@ -23,7 +23,14 @@ description:
     the O(history) file (JSON Lines); the next runs read it for the cooldown. The playbooks that carry the
     decision out use RV(add), RV(drain) and RV(moves). With mode V(report) (the default) it
     decides the same, writes nothing and never reports C(changed).
-  - Run it on the control host (where the plan and the history are).
+  - Run it on the control host (where the plan, the infrastructure file and the history are).
+  - A decision module, not a resource - it has no C(state). It changes nothing on brokers or routers itself;
+    C(playbooks/apply_plan.yml) carries the steps out (C(docs/apply-plan.md)). The plan is stale (refused
+    whole) when its C(brokers_before) differs from the live pool, its C(job.end) is older than C(plan_max_age)
+    or its C(data_quality.valid_window_ratio) is under C(min_valid_window_ratio).
+  - When the plan's data ends after the last change in the history, RV(confirmation) says whether it confirms
+    that change (the pool needs no change and no move); in V(apply) mode its verdict is appended to the history
+    once.
 author:
   - EnMasse messaging maintainers (@enmasse-messaging)
 extends_documentation_fragment:
@@ -34,7 +41,7 @@ attributes:
     details: Decides and reports the same, C(changed) included; writes no history.
   diff_mode:
     support: full
-    details: The pool before and after (added hosts, draining hosts, the moves).
+    details: The pool before and after - its brokers (added hosts, draining hosts) and where each moved partition lives.
 options:
   plan:
     description: The capacity job's JSON plan (C(schema_version 1)).
@@ -45,17 +52,26 @@ options:
     type: str
     default: default
   brokers:
-    description: The broker hosts of the pool now (the plan must have been made for exactly these).
+    description:
+      - The broker names of the pool now (the plan must have been made for exactly these).
+      - One of O(brokers) and O(infrastructure_file) is required.
     type: list
     elements: str
-    required: true
+  infrastructure_file:
+    description:
+      - The standard infrastructure file (site.yml writes it on the control host); the live pool's brokers are
+        its brokers (active and draining), and the ledgers of its address spaces say where each partition lives
+        (a move whose partition left its C(from) is refused).
+    type: path
   routers:
     description: The router hosts now.
     type: list
     elements: str
     default: []
   spare_brokers:
-    description: Hosts ready to become brokers, in the order they are taken.
+    description:
+      - Hosts ready to become brokers (the inventory group C(brokers_spare)), in the order they are taken. The
+        plan's new brokers (C(<infra>-broker-N)) are only a count - Ansible creates no machines.
     type: list
     elements: str
     default: []
@@ -88,12 +104,13 @@ EXAMPLES = r"""
     spare_brokers: "{{ groups['brokers_spare'] | default([]) }}"
   register: decision
 
-- name: Decide for real, one host per run, at most 10 moves
+- name: Decide for real, one host per run, at most 10 moves (the live pool from the infrastructure file)
   enmasse.messaging.capacity_plan_apply:
     plan: /var/lib/enmasse-messaging/capacity/plan.json
     infra: prod
-    brokers: "{{ groups['brokers'] }}"
+    infrastructure_file: /etc/enmasse-messaging/standard.json
     routers: "{{ groups['routers'] }}"
+    spare_brokers: "{{ groups['brokers_spare'] | default([]) | map('extract', hostvars, 'inventory_hostname_short') }}"
     guardrails:
       mode: apply
       max_moves: 10
@@ -104,6 +121,27 @@ act:
   description: Whether the decision is to be carried out (V(apply) mode and not refused whole).
   returned: always
   type: bool
+steps:
+  description:
+    - The steps to carry out, in order - C(action) V(add) (C(kind), C(host), C(for) - the plan's name it stands
+      for), V(move) (C(address_space), C(address), C(partition), C(from), C(to), C(bytes)) or V(drain) (C(kind),
+      C(host)). Empty when RV(act) is false.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"action": "move", "address_space": "s1", "address": "orders", "partition": 0, "from": "broker-1",
+            "to": "broker-2", "bytes": 1024}]
+add_for:
+  description: For each spare host added, the plan's name of the new broker it stands for.
+  returned: always
+  type: dict
+  sample: {"spare-1": "prod-broker-3"}
+confirmation:
+  description:
+    - Whether this plan confirms the last change of the history (C(of) - its time, C(converged), C(why)); null
+      when there is no change before the plan's data to confirm, or the plan is stale.
+  returned: always
+  type: dict
 add:
   description: Hosts to add, per kind.
   returned: always
@@ -124,7 +162,8 @@ refused:
   returned: always
   type: list
   elements: dict
-  sample: [{"step": "plan", "guardrail": "cooldown", "why": "last change 12 min ago (< 60 min); nothing done"}]
+  sample: [{"step": "plan", "guardrail": "plan-age",
+            "why": "job.end '2026-11-27T03:00:00+00:00' is 180 min old: older than plan_max_age 7200 s (120 min); nothing done"}]
 history_record:
   description: The record appended to O(history), or null when nothing was written.
   returned: always
@@ -143,13 +182,15 @@ def main():
     module = runner.new_module(dict(
         plan=dict(type="path", required=True),
         infra=dict(type="str", default=d["infra"]),
-        brokers=dict(type="list", elements="str", required=True),
+        brokers=dict(type="list", elements="str"),
+        infrastructure_file=dict(type="path"),
         routers=dict(type="list", elements="str", default=d["routers"]),
         spare_brokers=dict(type="list", elements="str", default=d["spare_brokers"]),
         spare_routers=dict(type="list", elements="str", default=d["spare_routers"]),
         guardrails=dict(type="dict", default=d["guardrails"]),
         history=dict(type="path", default=d["history"]),
-    ), connection=False)
+    ), connection=False, required_one_of=[("brokers", "infrastructure_file")],
+        mutually_exclusive=[("brokers", "infrastructure_file")])
 
     def action():
         result = capacity_apply.run(module.params, module.check_mode)

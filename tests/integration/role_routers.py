@@ -17,13 +17,20 @@ from ansible_collections.enmasse.messaging.plugins.filter import router as route
 import helpers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CHECK_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(HERE)), "roles", "router", "files",
+                            "qdrouterd-check-config.py")
 TEMPLATE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "roles", "router", "templates", "qdrouterd.conf.j2")
 
 
-def render(base_dir, routers, broker_credentials=(), credentials_dir=None, mesh_group="routers", extra_vars=None):
+def render(base_dir, routers, broker_credentials=(), credentials_dir=None, mesh_group="routers", extra_vars=None,
+           prefix=None):
     """``routers``: [{id, management_port, inter_router_port}] in mesh order.
     Writes <base_dir>/<id>/qdrouterd.conf (and tls/, brokers/) per router;
-    returns {id: {"conf": path, "dir": config dir, "password_files": {broker: path}}}."""
+    returns ({id: {"conf": path, "dir": config dir, "password_files": {broker: path}}}, the output).
+    ``prefix`` (the router's install prefix): the role's own config.yml
+    writes the file (checked with the router's parser; a change of the mesh
+    connectors only is applied to a running router through management,
+    mesh.yml) instead of the bare template."""
     credentials_dir = credentials_dir or os.path.join(base_dir, "credentials")
     group = grp.getgrgid(os.getgid()).gr_name
     hosts = {}
@@ -39,6 +46,10 @@ def render(base_dir, routers, broker_credentials=(), credentials_dir=None, mesh_
     group_vars = {"router_group": group, "router_credentials_dir": credentials_dir, "router_mesh_group": mesh_group,
                   "router_broker_credentials": list(broker_credentials),
                   "router_broker_password_dir": os.path.join(base_dir, "brokers")}
+    if prefix is not None:
+        import routers as _routers
+        group_vars.update({"router_python": "/usr/bin/python3", "__router_prefix": prefix,
+                           "__router_pythonpath": _routers.prefix_env(prefix)["PYTHONPATH"]})
     group_vars.update(extra_vars or {})
     tasks = [
         {"name": "mesh TLS", "ansible.builtin.include_role": {
@@ -49,7 +60,12 @@ def render(base_dir, routers, broker_credentials=(), credentials_dir=None, mesh_
         {"name": "broker passwords", "ansible.builtin.include_role": {
             "name": "enmasse.messaging.router", "tasks_from": "secrets.yml", "public": True}},
         {"name": "qdrouterd.conf", "ansible.builtin.template": {
-            "src": TEMPLATE, "dest": "{{ router_config_dir }}/qdrouterd.conf", "mode": "0640"}},
+            "src": TEMPLATE, "dest": "{{ router_config_dir }}/qdrouterd.conf", "mode": "0640"}}
+        if prefix is None else
+        {"name": "qdrouterd.conf (the role's config.yml)", "ansible.builtin.include_role": {
+            "name": "enmasse.messaging.router", "tasks_from": "config.yml", "public": True},
+         # a role variable: only a task's vars come before it
+         "vars": {"__router_check_script": CHECK_SCRIPT}},
         # the role's handler (restart qdrouterd with systemd) is not for this machine: end before it
         {"name": "done", "ansible.builtin.meta": "end_play"},
     ]

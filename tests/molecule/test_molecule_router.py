@@ -4,7 +4,8 @@ Three router and two broker containers (the systemd image of
 scripts/build-test-image.sh) on one podman network; converge is
 playbooks/site.yml with two standard address spaces (the router role builds
 qdrouterd once on the first router from the vendor source archive and the
-others unpack its tree; Artemis from the local Maven cache); idempotence;
+others unpack its tree; Artemis from the local Maven cache); idempotence
+(verify-identity's second run of site.yml changes one password and nothing else);
 verify checks the mesh, the data plane of both spaces with real AMQP clients
 through every router (anycast, multicast, queues, a partitioned queue, a
 durable subscription, dead letter, expiry, SASL PLAIN), the full mesh link by

@@ -16,7 +16,7 @@ LIVE = {"brokers": ["b1", "b2", "b3"], "routers": ["r1", "r2"]}
 
 def _plan(brokers_after=("b1", "b2", "b3"), routers_after=("r1", "r2"), moves=(), **kw):
     plan = {
-        "schema_version": 1, "generated_at": MADE,
+        "schema_version": 1, "generated_at": MADE, "job": {"end": MADE},
         "data_quality": {"valid_window_ratio": 0.98},
         "infrastructures": [{
             "infra": "prod",
@@ -79,12 +79,18 @@ def test_the_defaults_are_valid_and_report_only():
 
 # ------------------------------------------------------------ stale plans
 @pytest.mark.parametrize("change, guardrail, why", [
-    ({"generated_at": "2026-11-26T10:33:20Z"}, "plan-age", "made 180 min ago (> 120 min)"),
-    ({"generated_at": "yesterday"}, "plan-age", "not an ISO 8601 time"),
-    ({"generated_at": "2026-11-26T13:03:20"}, "plan-age", "not an ISO 8601 time with an offset"),
-    ({"data_quality": {"valid_window_ratio": 0.5}}, "data-quality", "valid_window_ratio 0.5 < 0.9"),
+    ({"job": {"end": "2026-11-26T10:33:20Z"}}, "plan-age",
+     "job.end '2026-11-26T10:33:20Z' is 180 min old: older than plan_max_age 7200 s (120 min)"),
+    ({"job": {}, "generated_at": "2026-11-26T10:33:20Z"}, "plan-age",
+     "generated_at '2026-11-26T10:33:20Z' is 180 min old"),
+    ({"job": {"end": "yesterday"}}, "plan-age", "job.end 'yesterday' is not an ISO 8601 time"),
+    ({"job": {"end": "2026-11-26T13:03:20"}}, "plan-age", "not an ISO 8601 time with an offset"),
+    ({"data_quality": {"valid_window_ratio": 0.5}}, "data-quality",
+     "data_quality.valid_window_ratio 0.5 < min_valid_window_ratio 0.9"),
+    ({"data_quality": {"valid_window_ratio": 0.89}}, "data-quality", "valid_window_ratio 0.89 < min_valid_window_ratio 0.9"),
     ({"data_quality": {}}, "data-quality", "valid_window_ratio None"),
-])
+], ids=["job-end-old", "no-job-end-generated-at-old", "job-end-not-a-time", "job-end-no-offset",
+        "ratio-low", "ratio-just-under", "ratio-missing"])
 def test_a_stale_plan_is_refused_whole(change, guardrail, why):
     out = _apply(_plan(brokers_after=["b1", "b2"], moves=[_move("q", "b1", "b2")], **change))
     assert out["act"] is False and out["drain"]["brokers"] == [] and out["moves"] == []
@@ -109,7 +115,7 @@ def test_nothing_is_done_within_the_cooldown_of_the_last_change():
     history = [{"time": NOW - 3 * 3600, "changed": True}, {"time": NOW - 12 * 60, "changed": True},
                {"time": NOW - 60, "changed": False}]
     out = _apply(_plan(brokers_after=["b1", "b2"]), history=history)
-    assert _guardrails(out) == ["cooldown"] and "last change 12 min ago (< 60 min)" in out["refused"][0]["why"]
+    assert _guardrails(out) == ["cooldown"] and "last change 12 min ago (< 60 min): cooldown 3600 s" in out["refused"][0]["why"]
     assert out["drain"]["brokers"] == [] and out["act"] is False
     out = _apply(_plan(brokers_after=["b1", "b2"]), history=history, cooldown=600)
     assert out["drain"]["brokers"] == ["b3"]
@@ -127,7 +133,9 @@ def test_without_a_spare_the_addition_is_refused_with_the_count():
                  max_hosts_changed=5)
     assert out["add"]["brokers"] == ["s1"]
     assert out["refused"] == [{"step": "add 1 brokers", "guardrail": "no-spare-host",
-                               "why": "the plan adds 2, the spares of brokers have 1 free"}]
+                               "why": "brokers_after has 5 brokers, brokers_before 3: 2 to add, the group "
+                                      "brokers_spare has 1 free host(s) (s1); Ansible creates no machines: add "
+                                      "hosts to brokers_spare"}]
 
 
 def test_drains_and_moves_wait_while_hosts_are_added():
@@ -149,7 +157,8 @@ def test_never_under_the_floor():
     out = _apply(_plan(brokers_after=["b1"]), max_hosts_changed=2, min_brokers=2)
     assert out["drain"]["brokers"] == ["b2"]
     assert out["refused"] == [{"step": "drain b3", "guardrail": "floor",
-                               "why": "the pool would have fewer than 2 brokers"}]
+                               "why": "draining 'b3' would leave fewer than min_brokers 2 brokers in the pool "
+                                      "(brokers_after has 1)"}]
     out = _apply(_plan(routers_after=["r1"]), min_routers=2)
     assert out["drain"]["routers"] == [] and _guardrails(out) == ["floor"]
 
@@ -167,7 +176,8 @@ def test_moves_are_limited_in_number_and_bytes_in_the_plans_order():
     assert [m["address"] for m in out["moves"]] == ["a", "b"] and _guardrails(out) == ["max-moves"]
     out = _apply(_plan(moves=moves), max_bytes_moved=600)
     assert [m["address"] for m in out["moves"]] == ["a", "c"]
-    assert out["refused"][0]["guardrail"] == "max-bytes-moved" and "800 bytes" in out["refused"][0]["why"]
+    assert out["refused"][0] == {"step": "move s/b#0 b1 -> b3", "guardrail": "max-bytes-moved",
+                                 "why": "bytes 400 would make 800 bytes moved in this run: over max_bytes_moved 600"}
 
 
 def test_a_move_to_a_broker_not_yet_in_the_pool_waits_for_the_next_plan():
@@ -226,3 +236,99 @@ def test_scale_in_refuses_a_host_with_brokered_spaces():
     errs = day2.scale_in_errors("b2", ["b1", "b2", "b3"], brokered=["shop", "demo"])
     assert errs == ["scale_in_broker: 'b2' also runs the brokered address space(s) demo, shop, which do not move: "
                     "pin them to another host (broker_host) first, or the uninstall would remove them"]
+
+
+# ------------------------------------------------------------- issue 22's apply_plan: defaults, messages, steps
+
+def test_the_default_guardrails_of_apply_plan():
+    """Defaults: plan_max_age 7200 s, max_hosts_changed 1, max_moves 20, min_brokers 2."""
+    g = {"mode": "apply"}
+    old = dict(_plan(), job={"end": "2026-11-26T11:33:19Z"})  # 2 h + 1 s before NOW
+    out = day2.change_set(old, "prod", LIVE, {}, [], NOW, g)
+    assert _guardrails(out) == ["plan-age"] and "plan_max_age 7200 s" in out["refused"][0]["why"]
+    fresh = dict(_plan(), job={"end": "2026-11-26T11:33:21Z"})
+    assert day2.change_set(fresh, "prod", LIVE, {}, [], NOW, g)["refused"] == []
+    moves = [_move("q%d" % i, "b1", "b2") for i in range(21)]
+    out = day2.change_set(_plan(moves=moves), "prod", LIVE, {}, [], NOW, g)
+    assert len(out["moves"]) == 20 and out["refused"] == [{
+        "step": "move s/q20#0 b1 -> b2", "guardrail": "max-moves",
+        "why": "max_moves 20 reached: at most 20 move(s) per run"}]
+    out = day2.change_set(_plan(brokers_after=["b1"]), "prod", LIVE, {}, [], NOW, g)
+    assert out["drain"]["brokers"] == ["b2"] and _guardrails(out) == ["floor"]  # 1 per run, floor 2
+    assert "min_brokers 2" in out["refused"][0]["why"]
+
+
+def test_the_per_run_host_limit_names_the_guardrail_and_its_value():
+    out = _apply(_plan(brokers_after=["b1", "b2", "b3", "n4", "n5"]), spares={"brokers": ["s1", "s2"]})
+    assert out["add"]["brokers"] == ["s1"]
+    assert out["refused"] == [{"step": "add s2", "guardrail": "max-hosts-changed",
+                               "why": "max_hosts_changed 1 reached: at most 1 host(s) added or drained per run"}]
+
+
+def test_new_brokers_of_the_plan_are_mapped_onto_spare_hosts():
+    plan = _plan(brokers_after=["b1", "b2", "b3", "prod-broker-4", "prod-broker-5"])
+    out = _apply(plan, spares={"brokers": ["spare-a", "spare-b", "spare-c"]}, max_hosts_changed=2)
+    assert out["add"]["brokers"] == ["spare-a", "spare-b"]
+    assert out["add_for"] == {"spare-a": "prod-broker-4", "spare-b": "prod-broker-5"}
+    assert day2.steps(out) == [
+        {"action": "add", "kind": "brokers", "host": "spare-a", "for": "prod-broker-4"},
+        {"action": "add", "kind": "brokers", "host": "spare-b", "for": "prod-broker-5"}]
+
+
+def test_never_scale_out_and_in_in_one_run_names_what_is_added():
+    plan = _plan(brokers_after=["b1", "b2"], routers_after=["r1", "r2", "n3"])
+    out = _apply(plan, spares={"routers": ["s-r"]}, max_hosts_changed=3)
+    assert out["refused"] == [{"step": "drain b3", "guardrail": "scale-out-first",
+                               "why": "routers are added in this run (s-r): never scale out and in in one run; "
+                                      "the drain waits for the next run"}]
+
+
+def test_a_plan_for_another_pool_names_both_lists():
+    out = _apply(_plan(), live={"brokers": ["b1", "b2"], "routers": ["r1", "r2"]})
+    assert out["refused"] == [{"step": "plan", "guardrail": "pool-changed",
+                               "why": "brokers_before ['b1', 'b2', 'b3'] differs from the live pool's brokers "
+                                      "['b1', 'b2']: the plan was made for another pool; nothing done"}]
+
+
+def test_a_move_names_the_broker_not_in_the_pool_and_a_non_move_is_refused():
+    out = _apply(_plan(moves=[_move("q", "b1", "prod-broker-4"), _move("n", None, "b2"),
+                              dict(_move("r", "b1", "b2"), partition=None)]))
+    assert out["moves"] == [] and _guardrails(out) == ["not-in-pool", "not-a-move", "not-a-move"]
+    assert out["refused"][0]["why"].startswith("to 'prod-broker-4': both brokers must be in the live pool "
+                                               "['b1', 'b2', 'b3']")
+    assert out["refused"][1]["why"].startswith("from None, to 'b2', partition 0: only a partition moving")
+
+
+def test_steps_are_moves_then_drains():
+    out = _apply(_plan(brokers_after=["b1", "b2"], moves=[_move("p", "b1", "b2", 10, 1)]))
+    assert day2.steps(out) == [
+        {"action": "move", "address_space": "s", "address": "p", "partition": 1, "from": "b1", "to": "b2",
+         "bytes": 10},
+        {"action": "drain", "kind": "brokers", "host": "b3"}]
+
+
+def test_the_next_plan_confirms_the_last_change_or_says_not_converged():
+    history = [{"time": NOW - 3600, "changed": True}]
+    later = dict(_plan(), job={"end": MADE})  # 30 min after the change
+    assert day2.confirmation(later, "prod", history) == {
+        "of": NOW - 3600, "converged": True, "why": "the next plan proposes no change: converged"}
+    moving = dict(_plan(brokers_after=["b1", "b2"], moves=[_move("p", "b1", "b2")]), job={"end": MADE})
+    c = day2.confirmation(moving, "prod", history)
+    assert c["converged"] is False and c["why"] == (
+        "the next plan still proposes brokers_before ['b1', 'b2', 'b3'] -> brokers_after ['b1', 'b2']; "
+        "1 move(s): not converged")
+    earlier = dict(_plan(), job={"end": "2026-11-26T11:00:00Z"})  # data ends before the change
+    assert day2.confirmation(earlier, "prod", history) is None
+    assert day2.confirmation(later, "prod", [{"time": NOW, "changed": False}]) is None
+
+
+def test_a_move_whose_partition_is_not_on_its_from_any_more_is_refused():
+    plan = _plan(moves=[_move("q", "b1", "b2", partition=1), _move("p", "b1", "b3"), _move("x", "b1", "b2")])
+    homes = {"s/q": ["b3", "b1"], "s/p": ["b2"]}
+    out = day2.change_set(plan, "prod", LIVE, {}, [], NOW, {"mode": "apply"}, homes=homes)
+    assert [m["address"] for m in out["moves"]] == ["q"]
+    assert out["refused"] == [
+        {"step": "move s/p#0 b1 -> b3", "guardrail": "moved-since-plan",
+         "why": "from 'b1': the partition lives on 'b2' now (the ledger of 's'): the plan is older than the pool"},
+        {"step": "move s/x#0 b1 -> b2", "guardrail": "moved-since-plan",
+         "why": "from 'b1': the partition lives on 'nowhere' now (the ledger of 's'): the plan is older than the pool"}]

@@ -28,7 +28,7 @@ def test_filter_modules_export_the_documented_filters():
     assert set(fb.FilterModule().filters()) == {"artemis_password_hash", "broker_placement", "broker_layout"}
     assert set(fm.FilterModule().filters()) == {"space_name_errors", "address_spaces_errors", "without_users",
                                                 "scale_in_errors"}
-    assert set(fr.FilterModule().filters()) == {"router_secret_files"}
+    assert set(fr.FilterModule().filters()) == {"router_secret_files", "router_mesh_changes", "router_conf_core"}
 
 
 # ------------------------------------------------------------ router_secret_files

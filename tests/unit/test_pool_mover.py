@@ -35,3 +35,66 @@ def test_a_queue_without_a_new_home_is_refused_with_what_to_do():
     with pytest.raises(ServiceError) as e:
         mover.plan_moves("sp", ledger(ADDRS[:1], {"q": {"brokers": ["b1"]}}), "b1", ["b2"], LIVE)
     assert "'q' (queue) holds 4 message(s) on 'b1' and has no home on an active broker yet: converge" in str(e.value)
+
+
+# ------------------------------------------------------------ a capacity plan's move (mover.rehome)
+
+class FakePool(object):
+    """The StandardService surface rehome reads: the pool and each broker's live queues."""
+
+    def __init__(self, live, draining=()):
+        self.brokers = {"b1": {}, "b2": {}, "b3": {}}
+        self.broker_names = ["b1", "b2", "b3"]
+        self.draining_brokers = list(draining)
+        self.live = live
+
+    def read_brokers(self, space):
+        return self.live
+
+
+@pytest.fixture
+def infra(tmp_path):
+    led = SpaceLedger(str(tmp_path / "sp.json"), {"addresses": dict((a["address"], a) for a in ADDRS),
+                                                  "homes": {"q": {"brokers": ["b1", "b2"], "draining": [], "placed": True},
+                                                            "t": {"brokers": ["b1"], "placed": True}}})
+    led.save()
+    return {"ledger_dir": str(tmp_path), "path": str(tmp_path / "standard.json")}
+
+
+def _homes(infra):
+    return SpaceLedger.load(infra["ledger_dir"] + "/sp.json").homes
+
+
+def test_rehome_first_makes_the_new_home_and_the_old_broker_draining(infra):
+    pool = FakePool({"b1": {"sp/q": {"message_count": 7}}})
+    out = mover.rehome(pool, infra, "b1", "sp", "q", 0, "b3", check_mode=True)
+    assert out == {"changed": True, "rehomed": True, "messages": 7, "moves": [
+        {"address_space": "sp", "address": "q", "type": "queue", "source": "sp/q", "target": "sp/q", "from": "b1",
+         "to": "b3", "count": 7, "partition": 0}]}
+    assert _homes(infra)["q"]["brokers"] == ["b1", "b2"]  # check mode writes nothing
+    out = mover.rehome(pool, infra, "b1", "sp", "q", 0, "b3")
+    assert out["rehomed"] is True and out["moves"] == []
+    assert _homes(infra)["q"] == {"brokers": ["b3", "b2"], "draining": ["b1"], "placed": True}
+    # re-homed, nothing left on b1: nothing to move (a converge releases the old queue)
+    out = mover.rehome(FakePool({"b1": {}}), infra, "b1", "sp", "q", 0, "b3")
+    assert out == {"changed": False, "rehomed": False, "moves": [], "messages": 0}
+
+
+@pytest.mark.parametrize("args, words", [
+    (("b1", "sp", "q", 0, "b2"), "to 'b2' already holds partition 1: two partitions of one address never share"),
+    (("b2", "sp", "q", 0, "b3"), "partition 0 lives on 'b1' (the ledger), neither on 'b2' nor re-homed to 'b3'"),
+    (("b1", "sp", "q", 0, "b9"), "broker 'b1', to 'b9': both must be brokers of the standard pool (b1, b2, b3)"),
+    (("b1", "sp", "q", 0, "b1"), "to: 'b1' must be another broker than 'b1' and active"),
+    (("b1", "sp", "t", 0, "b3"), "type 'topic': only a queue's partition is re-homed"),
+    (("b1", "sp", "nope", 0, "b3"), "'nope': has no home in the ledger"),
+], ids=["two-partitions-one-broker", "not-where-planned", "unknown-broker", "same-broker", "topic", "unknown-address"])
+def test_rehome_refuses_naming_the_field_the_value_and_the_rule(infra, args, words):
+    with pytest.raises(ServiceError) as e:
+        mover.rehome(FakePool({}), infra, *args)
+    assert words in str(e.value)
+    assert _homes(infra)["q"]["brokers"] == ["b1", "b2"]
+
+
+def test_rehome_to_a_draining_broker_is_refused(infra):
+    with pytest.raises(ServiceError, match="must be another broker than 'b1' and active, not draining"):
+        mover.rehome(FakePool({}, draining=["b3"]), infra, "b1", "sp", "q", 0, "b3")

@@ -241,3 +241,15 @@ def test_bad_mqtt_gateways_are_refused_naming_the_field(tmp_path, gws, words):
     with pytest.raises(ConfigError) as e:
         infra(tmp_path, mqtt_gateways=gws)
     assert words in " ".join(e.value.errors), e.value.errors
+
+
+def test_the_tasks_timeout_replaces_the_files_for_every_management_request(tmp_path):
+    infra(tmp_path)
+    params = {"infrastructure_file": str(tmp_path / "standard.json")}
+    loaded, unused, service = svc.open_space(params, "tenant")
+    assert loaded["timeout"] == 60 and service.infra["timeout"] == 60
+    loaded, unused, service = svc.open_space(dict(params, timeout=10), "tenant")
+    assert loaded["timeout"] == 10 and service.infra["timeout"] == 10
+    for bad in (0, -1, True, "10"):
+        with pytest.raises(ConfigError, match=r"timeout: .* must be whole seconds >= 1"):
+            svc.open_space(dict(params, timeout=bad), "tenant")

@@ -9,8 +9,9 @@ Rules, in the order they are applied:
 
 * a plan that is not ``schema_version: 1`` or has no broker pool for the
   infrastructure is an error (nothing is decided on what cannot be read);
-* **stale** plans are refused whole: made more than ``plan_max_age``
-  seconds ago, data with ``valid_window_ratio`` under
+* **stale** plans are refused whole: data ending (``job.end``, else
+  ``generated_at``) more than ``plan_max_age`` seconds ago, data with
+  ``data_quality.valid_window_ratio`` under
   ``min_valid_window_ratio``, or planned for another pool than the live one
   (its ``brokers_before`` / ``routers_before`` differ from the live hosts);
 * **cooldown**: nothing is done within ``cooldown`` seconds of the last
@@ -24,6 +25,9 @@ Rules, in the order they are applied:
 * queue moves: not those off a broker being drained (the drain moves them),
   at most ``max_moves`` and ``max_bytes_moved`` per run, in the plan's order;
 * ``mode: report`` decides the same and acts on nothing (``act`` false).
+
+``steps`` orders a change set as a run makes it; ``confirmation`` says
+whether the next plan confirms the last change (no change, no move left).
 
 Every step not taken is in ``refused`` as {step, guardrail, why}, so that
 the operator reads why the loop did not act. Pure Python: the module, the
@@ -103,34 +107,46 @@ def _pools(plan, infra):
                      % (_fmt(INFRA_SPACE), _fmt(infra)))
 
 
+def _plan_end(plan):
+    """(field, value) of the time the plan's data ends: ``job.end`` (the
+    capacity job's window), else ``generated_at`` for a plan without it."""
+    job = plan.get("job") if isinstance(plan.get("job"), dict) else {}
+    if job.get("end") is not None:
+        return "job.end", job.get("end")
+    return "generated_at", plan.get("generated_at")
+
+
 def _stale(plan, brokers, routers, live, now, g):
     why = []
+    field, value = _plan_end(plan)
     try:
-        age = now - _epoch(plan.get("generated_at") or "")
+        age = now - _epoch(value if isinstance(value, str) else "")
     except ValueError:
-        why.append(("plan-age", "generated_at %s is not an ISO 8601 time with an offset"
-                    % _fmt(plan.get("generated_at"))))
+        why.append(("plan-age", "%s %s is not an ISO 8601 time with an offset, so its age is unknown"
+                    % (field, _fmt(value))))
     else:
         if age > g["plan_max_age"]:
-            why.append(("plan-age", "the plan was made %d min ago (> %d min)"
-                        % (age // 60, g["plan_max_age"] // 60)))
+            why.append(("plan-age", "%s %s is %d min old: older than plan_max_age %d s (%d min)"
+                        % (field, _fmt(value), age // 60, g["plan_max_age"], g["plan_max_age"] // 60)))
     ratio = ((plan.get("data_quality") or {}).get("valid_window_ratio"))
     if not isinstance(ratio, (int, float)) or ratio < g["min_valid_window_ratio"]:
-        why.append(("data-quality", "valid_window_ratio %s < %s"
+        why.append(("data-quality", "data_quality.valid_window_ratio %s < min_valid_window_ratio %s"
                     % (_fmt(ratio), _fmt(g["min_valid_window_ratio"]))))
     for kind, pool in (("brokers", brokers), ("routers", routers)):
         if pool is None:
             continue
         planned, now_live = sorted(pool.get(kind + "_before") or []), sorted(live.get(kind) or [])
         if planned != now_live:
-            why.append(("pool-changed", "planned for %s %s, the pool is %s" % (kind, _fmt(planned), _fmt(now_live))))
+            why.append(("pool-changed", "%s_before %s differs from the live pool's %s %s: the plan was made for "
+                        "another pool" % (kind, _fmt(planned), kind, _fmt(now_live))))
     return why
 
 
 def _cooldown(history, now, g):
     changes = [h.get("time") for h in history or [] if h.get("changed") and isinstance(h.get("time"), (int, float))]
     if changes and now - max(changes) < g["cooldown"]:
-        return "last change %d min ago (< %d min)" % ((now - max(changes)) // 60, g["cooldown"] // 60)
+        return "last change %d min ago (< %d min): cooldown %d s since the last change in the history" % (
+            (now - max(changes)) // 60, g["cooldown"] // 60, g["cooldown"])
     return None
 
 
@@ -150,10 +166,19 @@ def _kind_steps(kind, before, after, live, spares, floor):
     return add, short, drain, under
 
 
-def change_set(plan, infra, live, spares=None, history=None, now=None, guardrails=None):
+def _new_names(before, after):
+    """The hosts the plan adds (``<infra>-broker-N``: names only, a count)."""
+    return [h for h in after if h not in before]
+
+
+def change_set(plan, infra, live, spares=None, history=None, now=None, guardrails=None, homes=None):
     """The change set for ``infra``'s standard pool. ``live``/``spares``:
     {"brokers": [host], "routers": [host]}; ``history``: [{time, changed}];
-    ``now``: epoch seconds. Returns {act, add, drain, moves, refused}."""
+    ``now``: epoch seconds; ``homes``: {"space/address": [broker per
+    partition]} of the live pool (the ledgers), when known: a move whose
+    partition is not on its ``from`` any more is refused. Returns {act, add,
+    add_for, drain, moves, refused}; ``add_for``: {spare host: the plan's new
+    name it stands for}."""
     errs = guardrail_errors(guardrails or {})
     if errs:
         raise ValueError("; ".join(errs))
@@ -161,7 +186,7 @@ def change_set(plan, infra, live, spares=None, history=None, now=None, guardrail
     now = time.time() if now is None else now
     bpool, rpool = _pools(plan, infra)
     spares = spares or {}
-    out = {"act": g["mode"] == "apply", "add": {"brokers": [], "routers": []},
+    out = {"act": g["mode"] == "apply", "add": {"brokers": [], "routers": []}, "add_for": {},
            "drain": {"brokers": [], "routers": []}, "moves": [], "refused": []}
 
     def refuse(step, guardrail, why):
@@ -178,56 +203,145 @@ def change_set(plan, infra, live, spares=None, history=None, now=None, guardrail
     if rpool is not None:
         kinds.append(("routers", rpool.get("routers_before") or [], rpool.get("routers_after") or [],
                       g["min_routers"]))
-    budget = g["max_hosts_changed"]
+    budget = [g["max_hosts_changed"]]
     pending_drain = []
     for kind, before, after, floor in kinds:
-        add, short, drain, under = _kind_steps(kind, before, after, live.get(kind) or [], spares.get(kind), floor)
-        for host in add:
-            if budget > 0:
-                out["add"][kind].append(host)
-                budget -= 1
-            else:
-                refuse("add %s" % host, "max-hosts-changed", "at most %d host(s) per run" % g["max_hosts_changed"])
-        if short:
-            refuse("add %d %s" % (short, kind), "no-spare-host",
-                   "the plan adds %d, the spares of %s have %d free" % (len(add) + short, kind, len(add)))
-        for host in under:
-            refuse("drain %s" % host, "floor", "the pool would have fewer than %d %s" % (floor, kind))
-        pending_drain.extend((kind, host) for host in drain)
+        pending_drain.extend(_hosts(kind, before, after, live, spares, floor, g, budget, out, refuse))
     adding = any(out["add"].values())
     for kind, host in pending_drain:
         if adding:
-            refuse("drain %s" % host, "scale-out-first", "hosts are added in this run; drains wait for the next")
-        elif budget > 0:
+            refuse("drain %s" % host, "scale-out-first", "%s are added in this run (%s): never scale out and in "
+                   "in one run; the drain waits for the next run" % (
+                       ", ".join(k for k in out["add"] if out["add"][k]),
+                       ", ".join(h for k in out["add"] for h in out["add"][k])))
+        elif budget[0] > 0:
             out["drain"][kind].append(host)
-            budget -= 1
+            budget[0] -= 1
         else:
-            refuse("drain %s" % host, "max-hosts-changed", "at most %d host(s) per run" % g["max_hosts_changed"])
-    _moves(bpool.get("moves") or [], live.get("brokers") or [], adding, g, out, refuse)
+            refuse("drain %s" % host, "max-hosts-changed", _budget_why(g))
+    _moves(bpool.get("moves") or [], live.get("brokers") or [], adding, g, out, refuse, homes)
     return out
 
 
-def _moves(moves, pool, adding, g, out, refuse):
+def _budget_why(g):
+    return "max_hosts_changed %d reached: at most %d host(s) added or drained per run" % (
+        g["max_hosts_changed"], g["max_hosts_changed"])
+
+
+def _hosts(kind, before, after, live, spares, floor, g, budget, out, refuse):
+    """Adds (within the budget, from the spares) and floor refusals for one
+    kind of host; returns the (kind, host) drains still to decide on."""
+    add, short, drain, under = _kind_steps(kind, before, after, live.get(kind) or [], spares.get(kind), floor)
+    new = _new_names(before, after)
+    for i, host in enumerate(add):
+        if budget[0] > 0:
+            out["add"][kind].append(host)
+            if i < len(new):
+                out["add_for"][host] = new[i]
+            budget[0] -= 1
+        else:
+            refuse("add %s" % host, "max-hosts-changed", _budget_why(g))
+    if short:
+        spare_group = "brokers_spare" if kind == "brokers" else "routers_spare"
+        refuse("add %d %s" % (short, kind), "no-spare-host",
+               "%s_after has %d %s, %s_before %d: %d to add, the group %s has %d free host(s) (%s); Ansible "
+               "creates no machines: add hosts to %s" % (
+                   kind, len(after), kind, kind, len(before), len(add) + short, spare_group, len(add),
+                   ", ".join(add) or "none", spare_group))
+    for host in under:
+        refuse("drain %s" % host, "floor", "draining %s would leave fewer than min_%s %d %s in the pool "
+               "(%s_after has %d)" % (_fmt(host), kind, floor, kind, kind, len(after)))
+    return [(kind, host) for host in drain]
+
+
+def _move_step(mv):
+    return "move %s/%s#%s %s -> %s" % (mv.get("address_space"), mv.get("address"), mv.get("partition"),
+                                       mv.get("from"), mv.get("to"))
+
+
+def _where(homes, mv):
+    """The broker partition ``mv`` lives on now, per ``homes`` (None: unknown)."""
+    if homes is None:
+        return None
+    brokers = homes.get("%s/%s" % (mv.get("address_space"), mv.get("address")))
+    part = mv.get("partition")
+    return brokers[part] if isinstance(brokers, list) and isinstance(part, int) and 0 <= part < len(brokers) \
+        else "nowhere"
+
+
+def _moves(moves, pool, adding, g, out, refuse, homes=None):
     draining = set(out["drain"]["brokers"])
     moved_bytes = 0
     for mv in moves:
-        step = "move %s/%s#%s %s -> %s" % (mv.get("address_space"), mv.get("address"), mv.get("partition"),
-                                           mv.get("from"), mv.get("to"))
+        step = _move_step(mv)
         if mv.get("from") in draining:
             continue  # the drain takes it off
-        if adding:
-            refuse(step, "scale-out-first", "hosts are added in this run; moves wait for the next")
+        if mv.get("from") is None or mv.get("to") is None or not isinstance(mv.get("partition"), int):
+            refuse(step, "not-a-move", "from %s, to %s, partition %s: only a partition moving from one broker to "
+                   "another is a move (a new or removed partition is placement's)"
+                   % (_fmt(mv.get("from")), _fmt(mv.get("to")), _fmt(mv.get("partition"))))
+        elif adding:
+            refuse(step, "scale-out-first", "hosts are added in this run; never scale out and move in one run: "
+                   "moves wait for the next run (and its plan)")
         elif mv.get("from") not in pool or mv.get("to") not in pool or mv.get("to") in draining:
-            refuse(step, "not-in-pool", "both brokers must be in the pool and not draining (a new broker is "
-                   "named by the next plan, made after it joined)")
+            bad = [k for k in ("from", "to") if mv.get(k) not in pool or (k == "to" and mv.get(k) in draining)]
+            refuse(step, "not-in-pool", "%s: both brokers must be in the live pool %s and not draining (a new "
+                   "broker is named by the next plan, made after it joined)"
+                   % (", ".join("%s %s" % (k, _fmt(mv.get(k))) for k in bad), _fmt(sorted(pool))))
+        elif _where(homes, mv) not in (None, mv.get("from")):
+            where = (_fmt(mv.get("from")), _fmt(_where(homes, mv)), _fmt(mv.get("address_space")))
+            refuse(step, "moved-since-plan", "from %s: the partition lives on %s now (the ledger of %s): the plan "
+                   "is older than the pool" % where)
         elif len(out["moves"]) >= g["max_moves"]:
-            refuse(step, "max-moves", "at most %d move(s) per run" % g["max_moves"])
+            refuse(step, "max-moves", "max_moves %d reached: at most %d move(s) per run" % (g["max_moves"], g["max_moves"]))
         elif g["max_bytes_moved"] is not None and moved_bytes + (mv.get("bytes") or 0) > g["max_bytes_moved"]:
-            refuse(step, "max-bytes-moved", "%d bytes would pass the limit of %d per run"
-                   % (moved_bytes + (mv.get("bytes") or 0), g["max_bytes_moved"]))
+            refuse(step, "max-bytes-moved", "bytes %d would make %d bytes moved in this run: over max_bytes_moved %d"
+                   % (mv.get("bytes") or 0, moved_bytes + (mv.get("bytes") or 0), g["max_bytes_moved"]))
         else:
             out["moves"].append(mv)
             moved_bytes += mv.get("bytes") or 0
+
+
+def steps(decision):
+    """The steps of a change set in the order a run makes them: hosts added
+    (scale out), or moves then drains (never both: change_set refuses)."""
+    out = [{"action": "add", "kind": kind, "host": h, "for": decision.get("add_for", {}).get(h)}
+           for kind in ("brokers", "routers") for h in decision["add"][kind]]
+    out += [{"action": "move", "address_space": m.get("address_space"), "address": m.get("address"),
+             "partition": m.get("partition"), "from": m.get("from"), "to": m.get("to"), "bytes": m.get("bytes")}
+            for m in decision["moves"]]
+    out += [{"action": "drain", "kind": kind, "host": h} for kind in ("brokers", "routers")
+            for h in decision["drain"][kind]]
+    return out
+
+
+def confirmation(plan, infra, history):
+    """Whether the plan, made after the last change in ``history``, confirms
+    it: its standard pool needs no change and no move. None when there is no
+    change before this plan to confirm. {of, converged, why}."""
+    changes = [h for h in history or [] if h.get("changed") and isinstance(h.get("time"), (int, float))]
+    if not changes:
+        return None
+    last = max(changes, key=lambda h: h["time"])
+    try:
+        end = _epoch(_plan_end(plan)[1] or "")
+        bpool, rpool = _pools(plan, infra)
+    except (ValueError, TypeError, AttributeError):
+        return None
+    if end <= last["time"]:
+        return None  # the plan's data ends before the change: it cannot confirm it
+    left = []
+    if list(bpool.get("brokers_after") or []) != list(bpool.get("brokers_before") or []):
+        left.append("brokers_before %s -> brokers_after %s"
+                    % (_fmt(bpool.get("brokers_before")), _fmt(bpool.get("brokers_after"))))
+    if rpool is not None and list(rpool.get("routers_after") or []) != list(rpool.get("routers_before") or []):
+        left.append("routers_before %s -> routers_after %s"
+                    % (_fmt(rpool.get("routers_before")), _fmt(rpool.get("routers_after"))))
+    if bpool.get("moves"):
+        left.append("%d move(s)" % len(bpool["moves"]))
+    return {"of": last["time"], "converged": not left,
+            "why": "the next plan still proposes %s: not converged" % "; ".join(left) if left
+            else "the next plan proposes no change: converged"}
 
 
 def scale_in_errors(host, brokers, states=None, min_brokers=None, brokered=()):

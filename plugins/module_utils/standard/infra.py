@@ -92,6 +92,16 @@ def load_infra(path):
     return out
 
 
+def set_timeout(infra, value):
+    """The task's ``timeout`` (the seconds one management request to a router
+    or a broker may wait), when set, replaces the infrastructure file's."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError("timeout: %r must be whole seconds >= 1 (the wait for one management request)" % (value,))
+    infra["timeout"] = value
+
+
 def _port_ok(value, allow_zero=False):
     return isinstance(value, int) and not isinstance(value, bool) and (0 if allow_zero else 1) <= value <= 65535
 

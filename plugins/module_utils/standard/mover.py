@@ -161,3 +161,76 @@ def drain(service, infra, broker, check_mode=False, timeout=30, idle=2.0, load_l
                 pass
     return {"changed": any(s.get("moved") for s in steps), "moves": steps,
             "messages": sum(s.get("moved", 0) for s in steps)}
+
+
+def _rehome_errors(service, broker, space, address, partition, to):
+    if broker not in service.brokers or to not in service.brokers:
+        return "broker %r, to %r: both must be brokers of the standard pool (%s)" % (
+            broker, to, ", ".join(service.broker_names))
+    if to in service.draining_brokers or to == broker:
+        return "to: %r must be another broker than %r and active, not draining" % (to, broker)
+    if not isinstance(partition, int) or partition < 0:
+        return "partition: %r must be an integer >= 0" % (partition,)
+    return ""
+
+
+def rehome(service, infra, broker, space, address, partition, to, check_mode=False, timeout=30, idle=2.0):
+    """One partition of a queue moves from ``broker`` to ``to`` (a capacity
+    plan's move, playbooks/apply_plan.yml), in two calls around a converge:
+
+    1. the partition still lives on ``broker`` (the ledger): its home becomes
+       ``to`` and ``broker`` is *draining* for it, as a scale in does for a
+       whole broker (``rehomed`` true). The caller converges the space: the
+       queue is created on ``to``, the routers send there and pull from
+       ``broker`` only what consumers take;
+    2. re-homed: what is left on ``broker`` moves to ``to`` as ``drain``
+       moves it (``moves``, until a call finds nothing), then a converge
+       releases the old queue.
+
+    Returns {changed, rehomed, moves, messages}; in check mode what would
+    happen, from the live counts."""
+    from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as _infra
+    why = _rehome_errors(service, broker, space, address, partition, to)
+    if why:
+        raise ServiceError("address space %r, address %r: %s" % (space, address, why))
+    ledger = _infra.load_ledger(infra, space)
+    home = dict(ledger.homes.get(address) or {})
+    kind = (ledger.addresses.get(address) or {}).get("type")
+    if not home.get("placed") or kind != "queue":
+        raise ServiceError("address space %r, address %r: %s" % (space, address, (
+            "type %r: only a queue's partition is re-homed (topics and subscriptions move with their broker: "
+            "scale_in.yml)" % kind) if home.get("placed") else "has no home in the ledger %s" % ledger.path))
+    brokers, draining = list(home.get("brokers") or []), list(home.get("draining") or [])
+    queue = _ent.internal(space, address)
+    count = int(((service.read_brokers(space).get(broker) or {}).get(queue) or {}).get("message_count") or 0)
+    step = {"address_space": space, "address": address, "type": kind, "source": queue, "target": queue,
+            "from": broker, "to": to, "count": count, "partition": partition}
+    if partition < len(brokers) and brokers[partition] == broker:
+        if to in brokers:
+            raise ServiceError("address space %r, address %r: to %r already holds partition %d: two partitions of "
+                               "one address never share a broker" % (space, address, to, brokers.index(to)))
+        if not check_mode:
+            brokers[partition] = to
+            home.update(brokers=brokers, draining=sorted(set(draining + [broker])))
+            ledger.homes[address] = home
+            ledger.save()
+        return {"changed": True, "rehomed": True, "moves": [step] if check_mode else [], "messages": count}
+    if partition >= len(brokers) or brokers[partition] != to:
+        raise ServiceError("address space %r, address %r: partition %d lives on %r (the ledger), neither on %r nor "
+                           "re-homed to %r: the plan is older than the pool" % (
+                               space, address, partition, brokers[partition] if partition < len(brokers) else None,
+                               broker, to))
+    if count <= 0 or check_mode:
+        return {"changed": count > 0, "rehomed": False, "moves": [step] if count > 0 else [], "messages": count}
+    source, target = connect(service.brokers[broker], timeout), None
+    try:
+        target = connect(service.brokers[to], timeout)
+        step["moved"] = move(step, source, target, timeout=timeout, idle=idle)
+    finally:
+        for c in (source, target):
+            try:
+                if c is not None:
+                    c.close()
+            except Exception:  # pylint: disable=broad-except
+                pass
+    return {"changed": step["moved"] > 0, "rehomed": False, "moves": [step], "messages": step["moved"]}

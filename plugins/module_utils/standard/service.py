@@ -118,6 +118,7 @@ class StandardService(object):
 
 def open_space(params, space_name, hide=None):
     infra = _infra.load_infra(params.get("infrastructure_file") or _infra.DEFAULT_INFRA_FILE)
+    _infra.set_timeout(infra, params.get("timeout"))
     if hide is not None:
         hide(_infra.infra_secrets(infra))
     ledger = _infra.load_ledger(infra, space_name)

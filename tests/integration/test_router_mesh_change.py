@@ -1,0 +1,243 @@
+"""A router leaves the mesh and another joins while clients run (issue 22:
+"Add and remove a router while clients run; clients on the others see no
+error; clients on the removed one reconnect elsewhere").
+
+Real qdrouterd 1.19 processes configured by the router role's own
+config.yml (role_routers.py with the router's prefix: the file checked with
+the router's parser, the restart decision, mesh.yml applying a change of the
+mesh connectors through management). Routers dial the routers before them in
+the mesh group (inter-router mutual TLS). Clients: python-qpid-proton over
+each router's local listener; anycast from router 1 to a receiver on router 3
+the whole time.
+
+One run of the role with router-2 left out of the group and router-4 added
+at its end (r1, r3, r4): router-3's qdrouterd.conf loses its connector to
+router-2, which the role deletes through management - router-3 is not
+restarted (same process); router-1's file does not change; router-4 gets its
+file, starts, dials router-1 and router-3, and its client's messages reach
+router-3's receiver. Then router-2 stops: its client reconnects to router-1
+and carries on. Throughout, the client connections on router-1 and router-3
+stay open and every message accepted arrives.
+"""
+import os
+import re
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+
+import role_routers
+from standard_env import build_router, router_env, _listening
+
+from proton import Message  # noqa: E402
+from proton.utils import BlockingConnection  # noqa: E402
+
+pytestmark = [pytest.mark.integration, pytest.mark.router]
+
+ADDRESS = "mesh-change/anycast"
+
+
+class Router(object):
+    def __init__(self, base, index):
+        self.id = "r%d" % index
+        lo = 30000 + (os.getpid() % 100) * 40 + index * 4
+        self.management_port, self.inter_router_port = lo, lo + 1
+        self.base, self.proc, self.conf = base, None, None
+
+    @property
+    def url(self):
+        return "amqp://127.0.0.1:%d" % self.management_port
+
+    def spec(self):
+        return {"id": self.id, "management_port": self.management_port, "inter_router_port": self.inter_router_port}
+
+    def start(self, prefix):
+        log = open(os.path.join(self.base, "%s.log" % self.id), "a")
+        self.proc = subprocess.Popen([os.path.join(prefix, "sbin", "qdrouterd"), "-c", self.conf],
+                                     env=router_env(prefix), stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while not _listening(self.management_port):
+            assert self.proc.poll() is None and time.time() < deadline, "qdrouterd %s did not start" % self.id
+            time.sleep(0.1)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+def converge(base, prefix, routers):
+    """The role's config.yml on the routers of the group, in this order;
+    the confs by id and the play's output."""
+    rendered, out = role_routers.render(os.path.join(base, "role"), [r.spec() for r in routers], prefix=prefix)
+    for r in routers:
+        r.conf = rendered[r.id]["conf"]
+    return out
+
+
+def changed_tasks(out, host):
+    """The names of the tasks that reported changed for ``host``."""
+    names, task = [], None
+    for line in out.splitlines():
+        m = re.match(r"^TASK \[(.+?)\]", line)
+        if m:
+            task = m.group(1)
+        elif re.match(r"^changed: \[%s\]" % re.escape(host), line):
+            names.append(task)
+    return names
+
+
+def mesh_of(router, timeout=30, want=None):
+    """The router ids ``router`` knows, once they are ``want``."""
+    from ansible_collections.enmasse.messaging.plugins.module_utils.router.client import ManagementSession
+    deadline, seen = time.time() + timeout, None
+    while time.time() < deadline:
+        try:
+            with ManagementSession(router.url, timeout=3) as s:
+                seen = s.routers()
+                if want is None or seen == sorted(want):
+                    return seen
+        except Exception:  # pylint: disable=broad-except
+            pass
+        time.sleep(0.5)
+    return seen
+
+
+def connectors(router):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.router.client import ManagementSession
+    with ManagementSession(router.url, timeout=5) as s:
+        return sorted(c["name"] for c in s.query("org.apache.qpid.dispatch.connector", ["name"]))
+
+
+class Traffic(object):
+    """A receiver on ``to`` and senders on ``sources`` (each one message
+    every 20 ms, each send waits until the receiver accepted it); a sender
+    with ``failover`` reconnects to that router when its own goes away."""
+
+    def __init__(self, to):
+        self.to, self.received, self.errors, self.sent = to, [], [], {}
+        self.stop = threading.Event()
+        self.threads = []
+        self.ready = threading.Event()
+        self.threads.append(threading.Thread(target=self._receive, daemon=True))
+        self.threads[0].start()
+        assert self.ready.wait(15), "the receiver did not attach: %s" % self.errors
+
+    def _receive(self):
+        try:
+            conn = BlockingConnection(self.to.url, timeout=10)
+            rcv = conn.create_receiver(ADDRESS, credit=50)
+            self.ready.set()
+            while not self.stop.is_set() or rcv.queued:
+                try:
+                    msg = rcv.receive(timeout=1)
+                except Exception as e:  # pylint: disable=broad-except
+                    if type(e).__name__ == "Timeout":
+                        if self.stop.is_set():
+                            break
+                        continue
+                    raise
+                self.received.append(msg.body)
+                rcv.accept()
+            conn.close()
+        except Exception as e:  # pylint: disable=broad-except
+            self.errors.append("receiver on %s: %r" % (self.to.id, e))
+
+    def add_sender(self, name, router, failover=None):
+        self.sent[name] = []
+        t = threading.Thread(target=self._send, args=(name, router, failover), daemon=True)
+        self.threads.append(t)
+        t.start()
+
+    def _send(self, name, router, failover):
+        urls, i, reconnects = [router.url] + ([failover.url] if failover else []), 0, 0
+        conn = snd = None
+        while not self.stop.is_set():
+            try:
+                if conn is None:
+                    conn = BlockingConnection(urls[min(reconnects, len(urls) - 1)], timeout=10)
+                    snd = conn.create_sender(ADDRESS)
+                body = "%s-%d" % (name, i)
+                snd.send(Message(body=body), timeout=10)
+                self.sent[name].append(body)
+                i += 1
+                time.sleep(0.02)
+            except Exception as e:  # pylint: disable=broad-except
+                if failover is None or reconnects >= len(urls):
+                    self.errors.append("sender %s on %s: %r" % (name, router.id, e))
+                    return
+                reconnects += 1
+                conn = None
+        if conn is not None:
+            conn.close()
+
+    def finish(self):
+        time.sleep(1)
+        self.stop.set()
+        for t in self.threads[1:]:
+            t.join(20)
+        self.threads[0].join(20)
+
+
+@pytest.fixture(scope="module")
+def prefix():
+    p, why = build_router()
+    if p is None:
+        pytest.fail(why)
+    return p
+
+
+def test_a_router_leaves_and_one_joins_while_clients_run(prefix):
+    base = tempfile.mkdtemp(prefix="enmasse-mesh-change-")
+    r1, r2, r3, r4 = (Router(base, i) for i in (1, 2, 3, 4))
+    try:
+        out = converge(base, prefix, [r1, r2, r3])
+        for r in (r1, r2, r3):
+            assert any("Restart for the new qdrouterd.conf" in t for t in changed_tasks(out, r.id)), \
+                "a new router restarts (starts) with its file"
+            r.start(prefix)
+        assert mesh_of(r1, want=["r1", "r2", "r3"]) == ["r1", "r2", "r3"]
+        assert connectors(r3) == ["inter-router/r1", "inter-router/r2"]
+        pids = {r.id: r.proc.pid for r in (r1, r2, r3)}
+        traffic = Traffic(r3)
+        traffic.add_sender("on-r1", r1)
+        traffic.add_sender("on-r2", r2, failover=r1)
+        time.sleep(2)
+
+        # one run: router-2 leaves the group, router-4 joins at its end. Only router-3's file
+        # changes (its connector to router-2 goes), applied through management; router-1's does not
+        r1_conf = open(r1.conf).read()
+        out = converge(base, prefix, [r1, r3, r4])
+        assert open(r1.conf).read() == r1_conf and changed_tasks(out, "r1") == []
+        changed = changed_tasks(out, "r3")
+        assert any("Render qdrouterd.conf (checked before use)" in t for t in changed), changed
+        assert not any("Restart" in t for t in changed), changed
+        assert any("Delete the connectors to routers that left the mesh" in t for t in changed), changed
+        assert connectors(r3) == ["inter-router/r1"]
+        assert "inter-router/r2" not in open(r3.conf).read()
+        r4.start(prefix)  # it dials router-1 and router-3
+        assert "r4" in (mesh_of(r3, want=["r1", "r2", "r3", "r4"], timeout=15) or [])
+        traffic.add_sender("on-r4", r4)
+        time.sleep(1)
+        before = len(traffic.sent["on-r2"])
+        r2.stop()  # its client goes over to router-1 and carries on
+        deadline = time.time() + 30
+        while len(traffic.sent["on-r2"]) < before + 20 and not traffic.errors and time.time() < deadline:
+            time.sleep(0.2)
+        assert len(traffic.sent["on-r2"]) >= before + 20, "router-2's client did not carry on via router-1: %s" % (
+            traffic.errors,)
+        traffic.finish()
+
+        assert traffic.errors == []
+        assert {r.id: r.proc.pid for r in (r1, r3)} == {"r1": pids["r1"], "r3": pids["r3"]}
+        assert all(r.proc.poll() is None for r in (r1, r3, r4))
+        for name, sent in sorted(traffic.sent.items()):
+            assert len(sent) > 20, "%s sent only %d" % (name, len(sent))
+            missing = sorted(set(sent) - set(traffic.received))
+            assert missing == [], "%s: %d of %d sent (accepted) messages never arrived: %s" % (
+                name, len(missing), len(sent), missing[:5])
+    finally:
+        for r in (r1, r2, r3, r4):
+            r.stop()
