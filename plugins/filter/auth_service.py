@@ -8,7 +8,9 @@
   EnMasse-style ``authorization`` rules, duplicates);
 * ``auth_service_users_file``: the users file of one address space (hashed
   passwords, groups), keeping the existing hash of a password that did not
-  change so that a run that changes nothing writes nothing.
+  change so that a run that changes nothing writes nothing;
+* ``auth_service_mqtt_users_file``: the users file of a standard space's
+  MQTT service realm (``<space>.mqtt``, its one service user).
 
 The rules live in module_utils (model/names.py, auth/backends.py); these
 filters only apply them. The documentation of each filter is in the sidecar
@@ -23,6 +25,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import (
     fmt, messaging_user, space_name_errors, username_errors)
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import mqtt_service as _mqtt
 
 SPACE_KEYS = ("address_space", "users", "messaging_user")
 USER_KEYS = ("username", "password", "authorization")
@@ -138,6 +141,24 @@ def auth_service_users_file(space, generated_password=None, previous=None, itera
         raise AnsibleFilterError("auth_service_users_file: %s" % exc)
 
 
+def auth_service_mqtt_users_file(space, password, previous=None, iterations=backends.DEFAULT_ITERATIONS):
+    """The users file document of the MQTT gateways' service realm of the
+    standard space ``space`` (``<space>.mqtt``, standard/mqtt_service.py):
+    the one service user with ``password`` and the groups send/recv of
+    ``$mqtt/<space>/*``; ``previous`` keeps an unchanged hash."""
+    errors = space_name_errors(space)
+    if not isinstance(password, str) or not password:
+        errors.append("password: must be a non-empty string")
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        errors.append("iterations: %s must be an integer >= 1" % fmt(iterations))
+    if errors:
+        raise AnsibleFilterError("auth_service_mqtt_users_file: " + "; ".join(errors))
+    user = _mqtt.SERVICE_USER
+    stored = _previous_hash(previous, user, password, iterations)
+    return backends.users_file_document(_mqtt.realm(space), {user: {
+        "password": stored or backends.hash_password(password, iterations=iterations), "groups": _mqtt.groups(space)}})
+
+
 class FilterModule(object):
     """enmasse.messaging auth service filters."""
 
@@ -145,4 +166,5 @@ class FilterModule(object):
         return {
             "auth_service_users_errors": auth_service_users_errors,
             "auth_service_users_file": auth_service_users_file,
+            "auth_service_mqtt_users_file": auth_service_mqtt_users_file,
         }

@@ -1,11 +1,15 @@
 """Retained MQTT messages of a standard space (gateway/mqtt/retained.go,
-docs/mqtt-design.md "Retained messages: what is built") with REAL
-components: qdrouterd 1.19 with the space's TLS listener and the gateways'
-service listener (realm ``space-a.mqtt``, the per-space service user), a
-linkRoute ``$mqtt/`` to a real Artemis pool broker (the broker role's
-broker.xml with the address-setting of the retained queue), the auth service,
-two gateway binaries of the same space, paho-mqtt and Debian's mosquitto_sub.
-One environment for the module."""
+docs/mqtt-design.md "Retained messages: what is built") provisioned by the
+tooling, with REAL components: a mesh of two qdrouterd 1.19 routers and a
+real Artemis pool broker (standard_env.StandardEnv), the standard spaces
+converged by the address_space/address modules with the infrastructure file
+naming an MQTT gateway for them (so the converge declares each space's MQTT
+service: the listener of realm ``<space>.mqtt``, the linkRoutes ``$mqtt/<space>``
+and the last-value queue ``$mqtt/<space>/retained``), the service realm's users
+file made by the auth_service role's filter, the auth service, two gateway
+binaries of the same space (one per router, configured from the space's
+``mqtt_service`` status as the mqtt_gateway role is), paho-mqtt and Debian's
+mosquitto_sub. One environment for the module."""
 import json
 import os
 import subprocess
@@ -14,42 +18,57 @@ import pytest
 
 import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
-from helpers import ArtemisBroker, broker_mbean, free_port
+from helpers import run_module
+from standard_env import StandardEnv, build_router
+
+from ansible_collections.enmasse.messaging.plugins.filter.auth_service import auth_service_mqtt_users_file
+from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
 
 pytestmark = [pytest.mark.integration, pytest.mark.router]
 
-SPACE, SERVICE_REALM = "space-a", "space-a.mqtt"
+SPACE, OTHER = "space-a", "space-b"
 RETAINED = "$mqtt/space-a/retained"
 ADDRESSES = {"q1": "queue", "t/a": "topic", "t/b": "topic", "t/c": "topic", "t/d": "topic", "t/e": "topic",
              "t/f": "topic", "t/g": "topic"}
-# the space's retained queue on its broker, declared as the tooling declares a standard space's queues
-# (Jolokia createQueue, docs/mqtt-design.md): durable, non-destructive, last value per topic
-RETAINED_QUEUE = {"name": RETAINED, "address": RETAINED, "routing-type": "ANYCAST", "durable": True,
-                  "last-value-key": "mqtt_topic", "non-destructive": True}
+PLANS = {"queue": "standard-small-queue", "topic": "standard-small-topic"}
 
 
-def router_config(mgmt, ports, service_port, auth_port, tls, broker):
-    parts = json.loads(asr.router_config(mgmt, ports, auth_port, tls))
-    parts += [
-        # the space's topics fan out (the standard space's 'topic' type; here without a broker behind them)
-        asr.entity("address", prefix="%s/t/" % SPACE, distribution="multicast"),
-        asr.entity("authServicePlugin", name="enmasse/%s/auth" % SERVICE_REALM, host="127.0.0.1", port=auth_port,
-                   realm=SERVICE_REALM, sslProfile=asr.AUTH_SSL_PROFILE),
-        asr.entity("vhost", hostname=SERVICE_REALM, allowUnknownUser=True, groups={"$default": asr.ALLOW_ALL}),
-        # not multiTenant: the gateway names $mqtt/<space>/... itself; no tenant listener can (it adds <space>/)
-        asr.entity("listener", name="enmasse/%s/mqtt-service" % SPACE, host="127.0.0.1", port=service_port,
-                   role="normal", policyVhost=SERVICE_REALM, authenticatePeer=True, saslMechanisms="PLAIN",
-                   saslPlugin="enmasse/%s/auth" % SERVICE_REALM, sslProfile=asr.CLIENT_SSL_PROFILE, requireSsl=True),
-        asr.entity("connector", name="broker-b1", host="127.0.0.1", port=broker.amqp_port, role="route-container",
-                   saslUsername=broker.router_user, saslPassword=broker.router_password),
-        asr.entity("linkRoute", name="mqtt-in", prefix="$mqtt/", direction="in", connection="broker-b1"),
-        asr.entity("linkRoute", name="mqtt-out", prefix="$mqtt/", direction="out", connection="broker-b1")]
-    return json.dumps(parts, indent=1)
+def common(std, space):
+    return std.module_args(catalogue_path=std.catalogue_path, connection_file=std.connection_file(space))
+
+
+def make_space(std, space, check_mode=False):
+    return run_module("address_space", dict(common(std, space), name=space, type="standard",
+                                            plan="standard-unlimited"), check_mode=check_mode, diff=True)
+
+
+def write_users(std, realm, users):
+    """users: {name: (password, groups)} in the auth service's users directory (few PBKDF2 iterations)."""
+    doc = backends.users_file_document(realm, dict(
+        (name, {"password": backends.hash_password(pw, iterations=1000), "groups": groups})
+        for name, (pw, groups) in users.items()))
+    with open(os.path.join(std.auth_service.users_dir, realm + ".json"), "w") as f:
+        json.dump(doc, f)
+
+
+def write_service_realm(std, space):
+    """The service realm's users file as the auth_service role writes it
+    (tasks/mqtt.yml: filter auth_service_mqtt_users_file); its password."""
+    password = "svc-" + os.urandom(8).hex()
+    doc = auth_service_mqtt_users_file(space, password, iterations=1000)
+    with open(os.path.join(std.auth_service.users_dir, space + ".mqtt.json"), "w") as f:
+        json.dump(doc, f)
+    return password
+
+
+def space_ports(std, space):
+    with open(std.connection_file(space)) as f:
+        return [e["port"] for e in json.load(f)["endpoints"] if e["name"].startswith("amqp")]
 
 
 class Gateway(object):
     def __init__(self, binary, root, name, config):
-        self.binary, self.name, self.port = binary, name, free_port()
+        self.binary, self.name, self.port = binary, name, asr.free_port()
         self.config = dict(config, listen_tls="127.0.0.1:%d" % self.port)
         self.path = os.path.join(root, name + ".json")
         with open(self.path, "w") as f:
@@ -69,67 +88,69 @@ class Gateway(object):
         self.proc.wait(10)
 
 
+def gateway_config(std, root, status, router, password):
+    """A gateway instance's configuration as the mqtt_gateway role writes it
+    for a space with the service (``router``: the index of its own router, first)."""
+    svc = status["mqtt_service"]
+    ports = space_ports(std, SPACE)
+    order = [router] + [i for i in range(len(ports)) if i != router]
+    password_file = os.path.join(root, "service-password")
+    with open(password_file, "w") as f:
+        f.write(password)
+    os.chmod(password_file, 0o640)
+    table = os.path.join(root, "table.json")
+    tmg.write_table(table, ADDRESSES)
+    cert, key = std.ca.issue("gateway")
+    return {"space": SPACE, "tls_cert_file": cert, "tls_key_file": key,
+            "routers": ["127.0.0.1:%d" % ports[i] for i in order], "router_tls": True,
+            "router_ca_file": std.ca.cert_file, "table_file": table, "log_level": "debug",
+            "service_routers": ["127.0.0.1:%d" % svc["endpoints"][i]["port"] for i in order],
+            "service_user": svc["user"], "service_password_file": password_file, "retained_address": svc["queue"]}
+
+
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     pytest.importorskip("proton")
     pytest.importorskip("paho.mqtt")
     binary = tmg.gateway_binary()
-    prefix = asr.build_router()
-    root = tmp_path_factory.mktemp("mqtt-retained")
-    broker = ArtemisBroker(str(root / "b1"), name="b1")
-    broker.create(space_type="pool")
-    broker.start()
-    mbean = broker_mbean(broker.name)
-    broker.jolokia().execute(mbean, "createAddress(java.lang.String,java.lang.String)", RETAINED, "ANYCAST")
-    broker.jolokia().execute(mbean, "createQueue(java.lang.String,boolean)", json.dumps(RETAINED_QUEUE), True)
-    users_dir = str(root / "users")
-    os.makedirs(users_dir)
-    asr.write_users(users_dir, SPACE, {"alice": ("secret-a", asr.ALL),
-                                       "carol": ("carol-pw", ["send_t%2Fa", "recv_t%2Fa"])})
-    service_password = "svc-" + os.urandom(8).hex()
-    asr.write_users(users_dir, SERVICE_REALM, {"mqtt-gateway": (service_password, [
-        "send_%24mqtt%2Fspace-a%2F%2A", "recv_%24mqtt%2Fspace-a%2F%2A"])})
-    tls = asr.make_tls(str(root))
-    service = asr.AuthService(str(root / "service"), users_dir, free_port(), tls=asr.service_tls(tls)).start()
-    mgmt, ports, service_port = free_port(), {SPACE: free_port()}, free_port()
-    (root / "qdrouterd.json").write_text(router_config(mgmt, ports, service_port, service.port, tls, broker))
-    router_log = str(root / "qdrouterd.log")
-    rlog = open(router_log, "w")
-    router = subprocess.Popen([os.path.join(prefix, "sbin", "qdrouterd"), "-c", str(root / "qdrouterd.json")],
-                              stdout=rlog, stderr=subprocess.STDOUT, env=asr.router_env(prefix))
-    gateways, consumers = [], []
+    prefix, why = build_router()
+    if prefix is None:
+        pytest.fail(why)
+    root = str(tmp_path_factory.mktemp("mqtt-retained"))
+    std = StandardEnv(str(tmp_path_factory.mktemp("std")), prefix, routers=2, brokers=1)
+    # the gateways serving the spaces, as site.yml writes them (playbooks/vars/mqtt.yml)
+    std.mqtt_gateways = [{"host": "127.0.0.1", "spaces": [{"name": SPACE, "tls_port": 8883},
+                                                          {"name": OTHER, "tls_port": 8884}]}]
+    gateways = []
     try:
-        for port in (mgmt, ports[SPACE], service_port):
-            asr.wait_listening(port, router, router_log, "qdrouterd")
-        table = str(root / "table.json")
-        tmg.write_table(table, ADDRESSES)
-        password_file = str(root / "service-password")
-        with open(password_file, "w") as f:
-            f.write(service_password + "\n")
-        os.chmod(password_file, 0o640)
-        cert, key = tls["router"]
-        config = {"space": SPACE, "tls_cert_file": cert, "tls_key_file": key,
-                  "routers": ["127.0.0.1:%d" % ports[SPACE]], "router_tls": True, "router_ca_file": tls["ca"],
-                  "table_file": table, "log_level": "debug",
-                  "service_routers": ["127.0.0.1:%d" % service_port], "service_user": "mqtt-gateway",
-                  "service_password_file": password_file, "retained_address": RETAINED}
-        gateways = [Gateway(binary, str(root), "gw1", config).start(), Gateway(binary, str(root), "gw2", config).start()]
-        # an AMQP application on every topic (a topic of a standard space has its broker behind it): the
-        # router gives the gateway credit and settles its QoS 1 publishes; MQTT subscribers get copies
-        amqp_env = {"ca": tls["ca"], "ports": ports}
-        consumers = [tmg.Consumer(amqp_env, a) for a in sorted(ADDRESSES) if a.startswith("t/")]
-        yield {"gateways": gateways, "broker": broker, "ca": tls["ca"], "ports": ports, "service_port": service_port,
-               "service_password": service_password, "port": gateways[0].port}
+        std.start()
+        first = {}
+        for space in (SPACE, OTHER):
+            res = make_space(std, space)
+            assert res.rc == 0 and res.result["changed"], res.result
+            first[space] = res.result
+            res = run_module("address", dict(common(std, space), address_space=space, prune=True, addresses=[
+                {"address": a, "type": t, "plan": PLANS[t]} for a, t in sorted(ADDRESSES.items())]))
+            assert res.rc == 0, res.result
+        write_users(std, SPACE, {"alice": ("secret-a", asr.ALL), "carol": ("carol-pw", ["send_t%2Fa", "recv_t%2Fa"])})
+        write_users(std, OTHER, {"bob": ("secret-b", asr.ALL)})
+        passwords = dict((s, write_service_realm(std, s)) for s in (SPACE, OTHER))
+        again = make_space(std, SPACE)  # idempotent: nothing changes the second time
+        assert again.rc == 0 and again.result["changed"] is False, again.result
+        status = again.result["address_space"]["status"]
+        gateways = [Gateway(binary, root, "gw%d" % (i + 1),
+                            gateway_config(std, root, status, i, passwords[SPACE])).start() for i in range(2)]
+        yield {"std": std, "gateways": gateways, "broker": std.brokers[0], "ca": std.ca.cert_file,
+               "ports": {SPACE: space_ports(std, SPACE)[0], OTHER: space_ports(std, OTHER)[0]},
+               "service_ports": dict((s, first[s]["address_space"]["status"]["mqtt_service"]["endpoints"][0]["port"])
+                                     for s in (SPACE, OTHER)),
+               "service_password": passwords[SPACE], "passwords": passwords, "first": first, "status": status,
+               "port": gateways[0].port}
     finally:
-        for c in consumers:
-            c.stop()
         for gw in gateways:
             if gw.proc:
                 asr.stop(gw.proc)
-        asr.stop(router)
-        rlog.close()
-        service.stop()
-        broker.stop()
+        std.stop()
 
 
 @pytest.fixture(autouse=True)
@@ -220,11 +241,29 @@ def test_retained_survives_a_restart_of_the_broker(env):
     env["broker"].stop()
     env["broker"].start()
     got = []
-    assert tmg.wait_for(lambda: got.extend(subscribe_and_get(env, "t/e", timeout=3)) or got, 60), \
+
+    def once():
+        try:
+            got.extend(subscribe_and_get(env, "t/e", timeout=3))
+        except AssertionError:  # the topic is link-routed to the broker: refused until the router reconnects
+            pass
+        return got
+    assert tmg.wait_for(once, 60), \
         "nothing retained after the broker's restart"
     assert got[0] == ("t/e", b"journaled", True)
     retain(env, "t/f", b"after")  # the service connection recovered: storing works again
     assert subscribe_and_get(env, "t/f") == [("t/f", b"after", True)]
+
+
+def cannot_receive(conn, address):
+    """The attach is refused, or nothing comes (no message reaches the client)."""
+    from proton import Timeout
+    from proton.utils import LinkDetached
+    try:
+        msg = conn.create_receiver(address, credit=10).receive(timeout=3)
+    except (Timeout, LinkDetached):
+        return True
+    return msg is None
 
 
 def test_clients_cannot_reach_the_gateways_own_names(env):
@@ -237,15 +276,58 @@ def test_clients_cannot_reach_the_gateways_own_names(env):
     assert c.connected
     # an AMQP client of the space (alice may send and recv '*'): its names get the space's prefix, so the
     # retained queue is out of reach; and the space's users are unknown to the service realm
-    from proton import Timeout
     conn = asr.connect(env, SPACE, "alice", "secret-a")
     try:
-        with pytest.raises(Timeout):
-            conn.create_receiver(RETAINED, credit=10).receive(timeout=2)
+        assert cannot_receive(conn, RETAINED)
     finally:
         conn.close()
-    service_env = dict(env, ports={SPACE: env["service_port"]})
+    service_env = dict(env, ports={SPACE: env["service_ports"][SPACE]})
     assert asr.refused(service_env, SPACE, "alice", "secret-a")  # the connection is refused
+    # and the service user is unknown in the space's realm
+    assert asr.refused(env, SPACE, "mqtt-gateway", env["service_password"])
+
+
+def test_the_service_user_itself_reads_the_retained_queue(env):
+    """The queue the refusals protect is there and readable by the right
+    user (so the refusals above can fail): the service user on the service
+    listener browses the last value of t/g."""
+    retain(env, "t/g", b"internal")
+    service_env = dict(env, ports={SPACE: env["service_ports"][SPACE]})
+    conn = asr.connect(service_env, SPACE, "mqtt-gateway", env["service_password"])
+    try:
+        rcv = conn.create_receiver(RETAINED, credit=100)
+        topics = []
+        from proton import Timeout
+        while True:
+            try:
+                topics.append((rcv.receive(timeout=3).properties or {}).get("mqtt_topic"))
+                rcv.accept()  # the queue is non-destructive: accepting removes nothing
+            except Timeout:  # nothing more
+                break
+        assert "t/g" in topics, topics
+    finally:
+        conn.close()
+
+
+def test_a_user_of_another_space_cannot_reach_this_spaces_retained_queue(env):
+    retain(env, "t/g", b"internal")
+    # bob of space-b: through his own listener the name gets his space's prefix
+    conn = asr.connect(env, OTHER, "bob", "secret-b")
+    try:
+        assert cannot_receive(conn, RETAINED)
+    finally:
+        conn.close()
+    # bob and space-b's service user on space-a's service listener: unknown in realm space-a.mqtt
+    service_a = dict(env, ports={SPACE: env["service_ports"][SPACE]})
+    assert asr.refused(service_a, SPACE, "bob", "secret-b")
+    assert asr.refused(service_a, SPACE, "mqtt-gateway", env["passwords"][OTHER])
+    # space-b's service user on its own service listener may name only $mqtt/space-b/...
+    service_b = dict(env, ports={OTHER: env["service_ports"][OTHER]})
+    conn = asr.connect(service_b, OTHER, "mqtt-gateway", env["passwords"][OTHER])
+    try:
+        assert cannot_receive(conn, RETAINED)
+    finally:
+        conn.close()
 
 
 def test_a_retained_message_needs_recv_on_the_topic(env):
@@ -277,3 +359,84 @@ def test_a_retained_will_is_stored_as_a_retained_publish(env):
     assert tmg.wait_for(lambda: got.extend(subscribe_and_get(env, "t/d", gw=1, timeout=2)) or body in [x[1] for x in got],
                         20), "no retained will: %s" % got
     assert got[-1] == ("t/d", body, True)
+
+
+def queue_names(env):
+    from helpers import broker_mbean
+    b = env["broker"]
+    return b.jolokia().read(broker_mbean(b.name), "QueueNames") or []
+
+
+def router_names(env, space):
+    """The space's MQTT service entities on every router (management QUERY)."""
+    from ansible_collections.enmasse.messaging.plugins.module_utils.standard import mqtt_service
+    std = env["std"]
+    with std.session() as s:
+        out = {}
+        for r in std.routers:
+            rows = []
+            for kind in ("listener", "linkRoute", "vhost", "authServicePlugin"):
+                rows += [row["name"] for row in s.query("org.apache.qpid.dispatch.%s" % (
+                    kind if kind != "linkRoute" else "router.config.linkRoute"), ["name"], router=r.id)]
+            out[r.id] = sorted(n for n in rows if n in mqtt_service.entity_names(space))
+    return out
+
+
+def test_the_first_converge_declared_the_service_and_the_second_changes_nothing(env):
+    svc = env["first"][SPACE]["address_space"]["mqtt_service"]
+    assert set(svc) == {"port", "broker"} and svc["broker"] == env["broker"].name
+    st = env["status"]["mqtt_service"]
+    assert st["ready"] is True and st["messages"] == [], st
+    assert (st["realm"], st["user"], st["queue"], st["prefix"]) == (
+        "space-a.mqtt", "mqtt-gateway", RETAINED, "$mqtt/space-a")
+    assert [e["port"] for e in st["endpoints"]] == [svc["port"], svc["port"] + 100]  # the routers' port_offset
+    assert RETAINED in queue_names(env) and "$mqtt/space-b/retained" in queue_names(env)
+    assert all(len(names) == 5 for names in router_names(env, SPACE).values())
+    info = run_module("address_space_info", dict(common(env["std"], SPACE), name=SPACE))
+    assert info.result["address_space"]["status"]["mqtt_service"]["ready"] is True, info.result
+
+
+def test_check_mode_of_a_new_space_with_mqtt_touches_nothing(env):
+    std = env["std"]
+    std.mqtt_gateways[0]["spaces"].append({"name": "space-c", "tls_port": 8885})
+    std.write_infra()
+    try:
+        res = make_space(std, "space-c", check_mode=True)
+        assert res.rc == 0 and res.result["changed"] is True, res.result
+        planned = res.result["diff"]["after"]["mqtt_service"]
+        assert planned["broker"] == env["broker"].name and planned["port"], planned
+        assert res.result["changes"]["brokers"] == {env["broker"].name: [
+            "createAddress $mqtt/space-c/retained", "createQueue $mqtt/space-c/retained"]}, res.result["changes"]
+        st = res.result["address_space"]["status"]["mqtt_service"]
+        assert st["ready"] is False and any("lacks" in m for m in st["messages"]), st
+        assert "$mqtt/space-c/retained" not in queue_names(env)
+        assert router_names(env, "space-c") == dict((r.id, []) for r in std.routers)
+        assert not os.path.exists(std.connection_file("space-c"))
+    finally:
+        std.mqtt_gateways[0]["spaces"].pop()
+        std.write_infra()
+
+
+def test_removing_the_mqtt_endpoint_removes_the_service(env):
+    """Last: space-b's gateway goes away; the converge removes its listener,
+    linkRoutes, realm entities and retained queue (check mode first: nothing)."""
+    std = env["std"]
+    std.mqtt_gateways[0]["spaces"] = [s for s in std.mqtt_gateways[0]["spaces"] if s["name"] != OTHER]
+    std.write_infra()
+    checked = make_space(std, OTHER, check_mode=True)
+    assert checked.rc == 0 and checked.result["changed"] is True, checked.result
+    assert "mqtt_service" in checked.result["diff"]["before"] and "mqtt_service" not in checked.result["diff"]["after"]
+    assert "$mqtt/space-b/retained" in queue_names(env)
+    assert all(len(n) == 5 for n in router_names(env, OTHER).values())
+    res = make_space(std, OTHER)
+    assert res.rc == 0 and res.result["changed"] is True, res.result
+    assert "mqtt_service" not in res.result["address_space"]["status"]
+    assert "$mqtt/space-b/retained" not in queue_names(env)
+    assert router_names(env, OTHER) == dict((r.id, []) for r in std.routers)
+    from proton import ConnectionException
+    with pytest.raises(ConnectionException):  # nothing listens on the service port any more
+        asr.connect(dict(env, ports={OTHER: env["service_ports"][OTHER]}), OTHER, "mqtt-gateway",
+                    env["passwords"][OTHER]).close()
+    assert make_space(std, OTHER).result["changed"] is False
+    # space-a is untouched
+    assert RETAINED in queue_names(env) and all(len(n) == 5 for n in router_names(env, SPACE).values())

@@ -307,11 +307,14 @@ def test_service_config_selects_the_backend(tmp_path):
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps({"backend": "keycloak", "keycloak_url": "http://127.0.0.1:1", "cache_ttl": 10}))
     config = server.load_config(str(cfg))
-    made = server.make_backend(config)
+    wrapped = server.make_backend(config)
+    # the MQTT gateways' service realms (<space>.mqtt) from the users files, the spaces' from Keycloak
+    assert isinstance(wrapped, backends.ServiceRealms) and isinstance(wrapped.files, backends.UsersFileBackend)
+    made = wrapped.main
     assert isinstance(made, keycloak_backend.KeycloakBackend) and made.cache.ttl == 10
     assert made.client_id == "enmasse-messaging" and made.timeout == 5
     # a reload with the same Keycloak keeps who logged in
-    assert server.make_backend(config, made).cache is made.cache
+    assert server.make_backend(config, wrapped).main.cache is made.cache
     assert isinstance(server.make_backend(server.load_config(None)), backends.UsersFileBackend)
     for bad, message in (({"backend": "ldap"}, "backend: 'ldap'"),
                          ({"backend": "keycloak"}, "keycloak_url"),
@@ -352,3 +355,20 @@ def test_authenticate_says_why_for_the_metrics(kc, clock):
     assert b.authenticate("no-such-space", "alice", "pw-a") == (None, backends.UNKNOWN_REALM)  # 404
     assert b.authenticate("master", "admin", "pw-a") == (None, backends.UNKNOWN_REALM)
     assert b.authenticate("space-a", "alice", "") == (None, backends.BAD_CREDENTIALS)
+
+
+def test_service_realms_are_users_files_whatever_the_spaces_backend(tmp_path, kc, clock):
+    """With Keycloak, ``<space>.mqtt`` (the MQTT gateways' service realm) is
+    read from its users file; every other realm, a space's, from Keycloak."""
+    users = tmp_path / "users"
+    users.mkdir()
+    doc = backends.users_file_document("space-a.mqtt", {"mqtt-gateway": {
+        "password": backends.hash_password("svc-pw", iterations=1000), "groups": ["recv_%24mqtt%2Fspace-a%2F%2A"]}})
+    (users / "space-a.mqtt.json").write_text(json.dumps(doc))
+    both = backends.ServiceRealms(keycloak_backend.KeycloakBackend(kc.url, clock=clock),
+                                  backends.UsersFileBackend(str(users)))
+    assert both.check("space-a.mqtt", "mqtt-gateway", "svc-pw").username == "mqtt-gateway"
+    assert backends.authenticate(both, "space-a.mqtt", "alice", "pw-a") == (None, backends.UNKNOWN_USER)
+    assert both.check("space-a", "alice", "pw-a").username == "alice"
+    assert both.check("space-a", "mqtt-gateway", "svc-pw") is None
+    both.forget()

@@ -77,6 +77,34 @@ def authenticate(backend, realm, username, password):
     return identity, (OK if identity is not None else BAD_CREDENTIALS)
 
 
+# the MQTT gateways' service realms, <space>.mqtt (standard/mqtt_service.py names them;
+# no space name has a dot): always users files, whatever the spaces' backend
+SERVICE_REALM_SUFFIX = ".mqtt"
+
+
+class ServiceRealms(object):
+    """The realms ``<space>.mqtt`` from the users files (``files``), every
+    other realm from ``main`` (Keycloak): the gateways' service user is the
+    collection's, not a user of the space."""
+
+    def __init__(self, main, files):
+        self.main, self.files = main, files
+
+    def _for(self, realm):
+        return self.files if isinstance(realm, str) and realm.endswith(SERVICE_REALM_SUFFIX) else self.main
+
+    def check(self, realm, username, password):
+        return self._for(realm).check(realm, username, password)
+
+    def authenticate(self, realm, username, password):
+        return authenticate(self._for(realm), realm, username, password)
+
+    def forget(self):
+        for b in (self.main, self.files):
+            if hasattr(b, "forget"):
+                b.forget()
+
+
 # EnMasse's group prefixes (its Keycloak plugin's AmqpServer): the part before
 # the first '_' names the permission, the rest is the url-encoded address
 # pattern. Only send and recv mean something to the router's address-authz.

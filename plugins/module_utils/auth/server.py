@@ -393,10 +393,12 @@ def make_backend(config, previous=None):
         backend = keycloak_backend.KeycloakBackend(
             config["keycloak_url"], client_id=config["keycloak_client_id"], ca_file=config["keycloak_ca"],
             timeout=config["keycloak_timeout"], cache_ttl=config["cache_ttl"], log=LOG.info)
+        previous = getattr(previous, "main", previous)
         if isinstance(previous, keycloak_backend.KeycloakBackend) and \
                 (previous.url, previous.client_id, previous.cache.ttl) == (backend.url, backend.client_id, backend.cache.ttl):
             backend.cache = previous.cache
-        return backend
+        # the MQTT gateways' service realms (<space>.mqtt) stay users files
+        return backends.ServiceRealms(backend, backends.UsersFileBackend(config["users_dir"], log=LOG.debug))
     return backends.UsersFileBackend(config["users_dir"], log=LOG.debug)
 
 

@@ -246,7 +246,8 @@ def space_names(infra):
 
 
 def other_ports(infra, space):
-    """The listener ports the other standard spaces of this infrastructure hold."""
+    """The listener ports the other standard spaces of this infrastructure
+    hold (their clients' and their MQTT service listener's)."""
     used = {}
     for name in space_names(infra):
         if name == space:
@@ -255,15 +256,18 @@ def other_ports(infra, space):
             led = load_ledger(infra, name)
         except Exception:  # pylint: disable=broad-except
             continue  # an unreadable ledger of another space holds no port we can know
-        port = (led.space or {}).get("port")
-        if port:
-            used[int(port)] = name
+        for port in ((led.space or {}).get("port"), ((led.space or {}).get("mqtt_service") or {}).get("port")):
+            if port:
+                used[int(port)] = name
     return used
 
 
-def allocate_port(infra, space):
+def allocate_port(infra, space, own=()):
+    """The first port of port_range no other space holds (nor ``own``: the
+    space's other listeners' ports)."""
     lo, hi = infra["port_range"]
     used = other_ports(infra, space)
+    used.update((int(p), space) for p in own if p)
     for port in range(lo, hi + 1):
         if port not in used:
             return port

@@ -77,3 +77,25 @@ def created(changes):
         if c.op == _diff.CREATE:
             out[c.router] = out.get(c.router, 0) + 1
     return out
+
+
+def change_summary(rchanges, bchanges, released=(), names=True):
+    """What changed: per router the entity names (``names``) or their
+    numbers, per broker the addresses, the released drains."""
+    routers = summary(rchanges)
+    if not names:
+        routers = dict((r, dict((k, len(v)) for k, v in ops.items())) for r, ops in routers.items())
+    out = {"routers": routers,
+           "brokers": dict((b, ch.as_dict()) for b, ch in bchanges.items() if ch.changed)}
+    if released:
+        out["released"] = ["%s from %s" % (n, b) for n, b in released]
+    return out
+
+
+def address_diff(rchanges, bchanges, space):
+    before, after = diff_views(rchanges)
+    for b, ch in bchanges.items():
+        if ch.changed:
+            before["broker " + b] = ch.diff()["before"]
+            after["broker " + b] = ch.diff()["after"]
+    return {"before": before, "after": after}

@@ -36,7 +36,9 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.model import val
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as _ent
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard.homes import placement_for
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as _infra
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import mqtt_service as _mqtt
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import routers as _routers
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard.routers import address_diff, change_summary
 
 STORED = _validation.STORED_TYPES
 # the kinds of a space's own entities (vhost, auth plugin, listener) and the broker connectors
@@ -148,6 +150,8 @@ def space_level(service, space, port, record=None, addresses=()):
                                        addresses=addresses, routers=service.router_ids,
                                        link_capacity=service.infra.get("link_capacity"),
                                        tls=service.infra.get("client_tls")))
+    desired.update(_mqtt.router_entities(space, (record or {}).get("mqtt_service"), service.infra["auth_service"],
+                                         service.infra["bind_host"], service.infra.get("client_tls")))
     return desired
 
 
@@ -411,28 +415,6 @@ def _changed_addresses(rchanges, bchanges, space):
     return names
 
 
-def change_summary(rchanges, bchanges, released=(), names=True):
-    """What changed: per router the entity names (``names``) or their
-    numbers, per broker the addresses, the released drains."""
-    routers = _routers.summary(rchanges)
-    if not names:
-        routers = dict((r, dict((k, len(v)) for k, v in ops.items())) for r, ops in routers.items())
-    out = {"routers": routers,
-           "brokers": dict((b, ch.as_dict()) for b, ch in bchanges.items() if ch.changed)}
-    if released:
-        out["released"] = ["%s from %s" % (n, b) for n, b in released]
-    return out
-
-
-def address_diff(rchanges, bchanges, space):
-    before, after = _routers.diff_views(rchanges)
-    for b, ch in bchanges.items():
-        if ch.changed:
-            before["broker " + b] = ch.diff()["before"]
-            after["broker " + b] = ch.diff()["after"]
-    return {"before": before, "after": after}
-
-
 # ------------------------------------------------------------------ address info
 
 def address_info(service, ledger, space, catalogue, names=None):
@@ -513,33 +495,42 @@ def converge_space(service, ledger, desired, catalogue, connection_file=None, ch
     _requests.space_request(desired, catalogue, old, ledger.addresses)
     record = _requests.space_record(desired, port=old.get("port") or _infra.allocate_port(service.infra, name))
     port = record["port"]
+    mqtt, mqtt_ops, unused = _mqtt.plan(service, name, old.get("mqtt_service"), ledger.homes,
+                                        lambda: _infra.allocate_port(service.infra, name, own=[port]))
+    if mqtt:
+        record["mqtt_service"] = mqtt
     with service.session() as session:
-        live, status = service.read_routers(session, name, SPACE_KINDS)
+        live, status = service.read_routers(session, name, _mqtt.kinds(SPACE_KINDS, mqtt or old.get("mqtt_service")))
         want = space_level(service, name, port, record, placed(ledger))
         # the space's address entities stay as they are: only the space-level ones are converged here
         scope = set(want) | set(n for r in live.values() for n in r
-                                if n in (_ent.space_prefix(name) + k for k in ("vhost", "auth", "amqp")))
+                                if n in [_ent.space_prefix(name) + k for k in ("vhost", "auth", "amqp")]
+                                + _mqtt.entity_names(name))
         desired_all = service.per_router(want)
         live_scoped = dict((r, dict((n, e) for n, e in ents.items() if n in scope)) for r, ents in live.items())
         rchanges = _routers.diff(desired_all, live_scoped)
-        changed = rchanges.changed or record != old
+        changed = rchanges.changed or record != old or bool(mqtt_ops)
         if changed:
             ledger.check_writable()
         if changed and not check_mode:
-            errors = _routers.apply(session, rchanges)
+            errors = dict(("mqtt %d" % i, m) for i, m in enumerate(_mqtt.apply_broker_requests(service, mqtt_ops)))
+            errors.update(_routers.apply(session, rchanges))
             if errors:
                 raise ServiceError(["%s" % m for k in sorted(errors) for m in _as_list(errors[k])])
             ledger.space = record
             ledger.save()
             if connection_file:
                 _infra.write_connection_file(connection_file, connection_data(service, name, record, ledger.path))
-            live, status = service.read_routers(session, name, SPACE_KINDS)
+            live, status = service.read_routers(session, name, _mqtt.kinds(SPACE_KINDS, mqtt or old.get("mqtt_service")))
         view = copy.copy(ledger)
         view.space = record
         st = space_status(service, name, view, live, status)
+        if mqtt:  # check mode: the queue is there when nothing is to be done on the brokers
+            st["mqtt_service"] = _mqtt.status(service, name, mqtt, live, status, not mqtt_ops if check_mode else
+                                              _mqtt.broker_queue_present(service, mqtt["broker"], name))
     before = dict(old)
     return {"changed": changed, "diff": {"before": before, "after": record},
-            "changes": {"routers": _routers.summary(rchanges)},
+            "changes": {"routers": _routers.summary(rchanges), "brokers": _mqtt.describe(mqtt_ops)},
             "address_space": _status.space_result(name, record, st)}
 
 
@@ -563,8 +554,10 @@ def delete_space(service, ledger, name, catalogue, force=False, check_mode=False
         pre = _ent.space_prefix(name)
         live_space = dict((r, dict((n, e) for n, e in ents.items() if n.startswith(pre))) for r, ents in live.items())
         rchanges = _routers.diff(dict((r, {}) for r in service.router_ids), live_space)
+        mqtt_ops = _mqtt.removal(service, name, (ledger.space or {}).get("mqtt_service"))
         if not check_mode:
             errors = _routers.apply(session, rchanges)
+            errors.update(("mqtt %d" % i, m) for i, m in enumerate(_mqtt.apply_broker_requests(service, mqtt_ops)))
             for b, ch in bchanges.items():
                 errors.update(_artemis_apply.apply_requests(service.jolokia(b), ch.requests))
             if errors:
@@ -583,10 +576,13 @@ def space_info(service, ledger, name):
     live, status, error = None, {}, None
     try:
         with service.session() as session:
-            live, status = service.read_routers(session, name, SPACE_KINDS)
+            live, status = service.read_routers(session, name, _mqtt.kinds(SPACE_KINDS, (ledger.space or {}).get("mqtt_service")))
     except (ServiceError, ClientError) as e:
         error = str(e)
     st = space_status(service, name, ledger, live or {}, status or {}, error)
+    mqtt = _mqtt.recorded_status(service, name, (ledger.space or {}).get("mqtt_service"), live, status)
+    if mqtt:
+        st["mqtt_service"] = mqtt
     out = _status.space_result(name, ledger.space, st)
     if ledger.space:
         out["owned_addresses"] = len(ledger.addresses)

@@ -1,0 +1,122 @@
+"""The roles' part of retained messages (issue 21), real ansible-playbook on
+the controller (local connection, files under tmp_path only):
+
+* auth_service tasks/mqtt.yml writes <users_dir>/<space>.mqtt.json with the one
+  service user, its password generated in the credentials directory, 0640,
+  idempotent, the files of spaces no longer served removed, nothing printed;
+* mqtt_gateway tasks/config.yml puts the four service fields in the
+  instance's config.json and the password file (0640, the same password)."""
+import grp
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
+
+pytestmark = pytest.mark.unit
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GROUP = grp.getgrgid(os.getgid()).gr_name
+
+
+def play(tmp_path, body, name="play.yml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_ROLES_PATH=os.path.join(REPO, "roles"),
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    r = subprocess.run(["ansible-playbook", "-v", "-i", "localhost,", "-c", "local",
+                        "-e", "ansible_python_interpreter=%s" % sys.executable, str(path)], cwd=REPO, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stdout
+    return r.stdout
+
+
+AUTH_PLAY = """\
+- hosts: localhost
+  gather_facts: false
+  vars:
+    auth_service_users_dir: {users}
+    auth_service_credentials_dir: {creds}
+    auth_service_group: {group}
+    auth_service_password_length: 32
+    auth_service_pbkdf2_iterations: 1000
+    auth_service_mqtt_spaces: {spaces}
+  tasks:
+    - ansible.builtin.include_tasks: {repo}/roles/auth_service/tasks/mqtt.yml
+"""
+
+
+def test_auth_service_writes_the_service_realm_of_each_space_with_mqtt(tmp_path):
+    users, creds = tmp_path / "users", tmp_path / "creds"
+    users.mkdir()
+    (users / "gone.mqtt.json").write_text("{}")
+    (users / "tenant-a.json").write_text("{}")  # a space's own file: not mqtt.yml's
+    body = AUTH_PLAY.format(users=users, creds=creds, group=GROUP, spaces='["tenant-a"]', repo=REPO)
+    out = play(tmp_path, body)
+    password = (creds / "tenant-a-mqtt-service").read_text().strip()
+    assert len(password) == 32 and password not in out
+    path = users / "tenant-a.mqtt.json"
+    assert oct(path.stat().st_mode & 0o777) == "0o640"
+    doc = json.loads(path.read_text())
+    assert doc["realm"] == "tenant-a.mqtt" and list(doc["users"]) == ["mqtt-gateway"]
+    assert doc["users"]["mqtt-gateway"]["groups"] == ["recv_%24mqtt%2Ftenant-a%2F%2A", "send_%24mqtt%2Ftenant-a%2F%2A"]
+    assert backends.verify_password(password, doc["users"]["mqtt-gateway"]["password"])
+    assert not (users / "gone.mqtt.json").exists() and (users / "tenant-a.json").exists()
+    again = play(tmp_path, body)
+    assert "changed=0" in again, again
+    # the space loses its MQTT endpoint: its service realm goes
+    play(tmp_path, AUTH_PLAY.format(users=users, creds=creds, group=GROUP, spaces="[]", repo=REPO))
+    assert not path.exists() and (users / "tenant-a.json").exists()
+
+
+GW_PLAY = """\
+- hosts: localhost
+  gather_facts: false
+  handlers:
+    - name: Reload enmasse-mqtt-gateway
+      ansible.builtin.debug: {{msg: reload}}
+    - name: Restart enmasse-mqtt-gateway
+      ansible.builtin.debug: {{msg: restart}}
+  tasks:
+    - ansible.builtin.include_vars: {repo}/roles/mqtt_gateway/defaults/main.yml
+    - ansible.builtin.include_vars: {repo}/roles/mqtt_gateway/vars/main.yml
+    # above the included defaults (set_fact wins)
+    - ansible.builtin.set_fact:
+        mqtt_gateway_config_dir: {conf}
+        mqtt_gateway_credentials_dir: {creds}
+        mqtt_gateway_group: {group}
+        mqtt_gateway_metrics_enabled: false
+        mqtt_gateway_spaces:
+          - name: tenant-a
+            routers: ["r1:5701"]
+            addresses: [{{address: t, type: topic}}]
+            service_routers: ["r1:5710", "r2:5810"]
+            service_user: mqtt-gateway
+            retained_address: $mqtt/tenant-a/retained
+          - name: tenant-b
+            routers: ["r1:5702"]
+            tls_port: 8884
+    - ansible.builtin.include_tasks: {repo}/roles/mqtt_gateway/tasks/config.yml
+"""
+
+
+def test_mqtt_gateway_config_has_the_service_fields_and_password_file(tmp_path):
+    conf, creds = tmp_path / "conf", tmp_path / "creds"
+    creds.mkdir()
+    (creds / "tenant-a-mqtt-service").write_text("the-service-password\n")  # made by the auth_service role
+    out = play(tmp_path, GW_PLAY.format(conf=conf, creds=creds, group=GROUP, repo=REPO))
+    assert "the-service-password" not in out
+    cfg = json.loads((conf / "tenant-a" / "config.json").read_text())
+    assert cfg["service_routers"] == ["r1:5710", "r2:5810"] and cfg["service_user"] == "mqtt-gateway"
+    assert cfg["retained_address"] == "$mqtt/tenant-a/retained"
+    pfile = conf / "tenant-a" / "service-password"
+    assert cfg["service_password_file"] == str(pfile)
+    assert pfile.read_text() == "the-service-password" and oct(pfile.stat().st_mode & 0o777) == "0o640"
+    other = json.loads((conf / "tenant-b" / "config.json").read_text())
+    assert (other["service_routers"], other["service_user"], other["service_password_file"],
+            other["retained_address"]) == ([], "", "", "")  # all four or none
+    assert not (conf / "tenant-b" / "service-password").exists()
