@@ -1,0 +1,54 @@
+"""playbooks/capacity_loop.yml's first play on localhost (the control host):
+bad mode and guardrails are refused naming the field, the value and the rule
+before the capacity job runs; good ones become apply_plan_guardrails (report
+by default, max_bytes_moved 0 = no limit) and the run goes on to the capacity
+job (which fails here, on a host without the planning job: proof that the
+order is checks, then plan). A whole report-mode run needs the planning job,
+routers and brokers (tests/integration/test_apply_plan.py's fixtures, minutes):
+not run here."""
+import json
+import os
+import subprocess
+import sys
+
+from pathlib import Path
+
+PLAYBOOK = Path(__file__).resolve().parents[2] / "playbooks" / "capacity_loop.yml"
+
+
+def run(tmp_path, *extra):
+    inv = tmp_path / "inventory.ini"
+    inv.write_text("[routers]\nlocalhost ansible_connection=local ansible_python_interpreter=%s\n"
+                   "[capacity_planners]\nlocalhost\n" % sys.executable)
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_RETRY_FILES_ENABLED="False",
+               ANSIBLE_BECOME_METHOD="su" if os.getuid() == 0 else "sudo")
+    out = subprocess.run(["ansible-playbook", "-i", str(inv), str(PLAYBOOK)] + list(extra),
+                         capture_output=True, text=True, env=env, cwd=str(tmp_path), check=False, timeout=300)
+    data = json.loads(out.stdout[out.stdout.index("{"):])
+    return [(p["play"]["name"], t["task"]["name"], h) for p in data["plays"] for t in p["tasks"]
+            for h in t["hosts"].values()]
+
+
+def test_bad_mode_and_guardrails_refused_before_the_capacity_job(tmp_path):
+    results = run(tmp_path, "-e", "day2_mode=yolo", "-e", "day2_max_moves=-3", "-e", "day2_min_valid_window_ratio=2")
+    failed = [(p, t, r) for p, t, r in results if r.get("failed")]
+    assert len(failed) == 1 and failed[0][1].startswith("Check day2_mode"), failed
+    msg = failed[0][2]["msg"]
+    assert "day2_mode: yolo must be report or apply" in msg
+    assert "day2_max_moves: -3 must be an integer >= 0" in msg
+    assert "day2_min_valid_window_ratio: 2 must be a number in 0..1" in msg
+    assert not [p for p, t, r in results if not p.startswith("Capacity loop - check")]
+
+
+def test_guardrails_report_by_default_then_the_capacity_job(tmp_path):
+    results = run(tmp_path, "-e", "day2_cooldown=600")
+    facts = [r["ansible_facts"]["day2_guardrails"] for p, t, r in results if t.startswith("The guardrails")]
+    assert facts == [{"mode": "report", "max_hosts_changed": 1, "max_moves": 20, "max_bytes_moved": None,
+                      "cooldown": 600, "min_brokers": 2, "min_routers": 2, "plan_max_age": 7200,
+                      "min_valid_window_ratio": 0.9}]
+    failed = [(p, t, r) for p, t, r in results if r.get("failed")]
+    assert failed and failed[0][0] == "Capacity plan on demand", failed
+    assert "enmasse-capacity-plan.service is not installed" in failed[0][2]["msg"]
+    results = run(tmp_path, "-e", "day2_mode=apply", "-e", "day2_max_bytes_moved=1000")
+    facts = [r["ansible_facts"]["day2_guardrails"] for p, t, r in results if t.startswith("The guardrails")]
+    assert facts[0]["mode"] == "apply" and facts[0]["max_bytes_moved"] == 1000
