@@ -92,3 +92,13 @@ def test_report_mode_of_apply_plan_control_prints_what_apply_would_do_and_does_n
     moves = [r for n, r in results if n.startswith("The moves")]
     assert not moves or moves[0].get("skipped") or moves[0].get("results") == [], moves
     assert not (tmp_path / "day2").exists()
+
+
+def test_apply_plan_is_imported_with_the_loop_guardrails():
+    """apply_plan.yml's own default (apply_plan_guardrails: {}) means mode apply in apply_plan_control.yml:
+    the loop must hand its guardrails (mode report by default) to the import, whose vars win over play vars."""
+    import yaml
+    plays = yaml.safe_load(PLAYBOOK.read_text())
+    imports = [p for p in plays if p.get("ansible.builtin.import_playbook") == "apply_plan.yml"]
+    assert len(imports) == 1 and plays[-1] is imports[0]
+    assert imports[0]["vars"]["apply_plan_guardrails"] == "{{ hostvars[groups['routers'][0]].day2_guardrails }}"
