@@ -1,0 +1,199 @@
+"""The day2_loop role rendered by ansible-playbook on localhost into a
+temporary directory (prereqs.yml, files.yml, uninstall.yml; no systemd
+needed): the oneshot service runs the loop playbook under flock -n with the
+variables file, the timer's schedule, the variables file (0600, no_log,
+report by default), the handlers (the timer restarts only when its unit
+changed), bad inputs refused before any file is written, state absent
+removes everything; systemd-analyze verify on the rendered units."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or "/usr/bin/ansible-playbook"
+
+
+FAKE_SYSTEMCTL = """#!/bin/sh
+echo "$@" >> "$(dirname "$0")/systemctl.log"
+case "$1" in show) printf 'Id=%s\\nLoadState=loaded\\nActiveState=active\\nSubState=waiting\\nUnitFileState=enabled\\n' "$2";; esac
+"""
+
+
+def systemctl_calls(tmp_path):
+    log = tmp_path / "bin" / "systemctl.log"
+    calls = log.read_text().splitlines() if log.exists() else []
+    if log.exists():
+        log.unlink()
+    return [c for c in calls if not c.startswith("show")]
+
+
+def play(tmp_path, task_files, variables):
+    tasks = [{"name": "role %s" % f, "ansible.builtin.include_role": {
+        "name": "enmasse.messaging.day2_loop", "tasks_from": f}, "vars": variables} for f in task_files]
+    book = [{"hosts": "localhost", "gather_facts": False, "connection": "local", "tasks": tasks}]
+    path = tmp_path / "play.yml"
+    path.write_text(json.dumps(book))
+    # the handlers' systemctl: a script logging its arguments (this machine has no running systemd)
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    (tmp_path / "bin" / "systemctl").write_text(FAKE_SYSTEMCTL)
+    (tmp_path / "bin" / "systemctl").chmod(0o755)
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_RETRY_FILES_ENABLED="False",
+               PATH="%s:%s" % (tmp_path / "bin", os.environ["PATH"]))
+    out = subprocess.run(["ansible-playbook", "-i", "localhost,", str(path),
+                          "-e", "ansible_python_interpreter=%s" % sys.executable],
+                         capture_output=True, text=True, env=env, cwd=str(tmp_path), check=False, timeout=300)
+    data = json.loads(out.stdout[out.stdout.index("{"):])
+    results = [(t["task"]["name"], h) for p in data["plays"] for t in p["tasks"] for h in t["hosts"].values()]
+    return out.stdout, results
+
+
+def loop_vars(tmp_path, **extra):
+    (tmp_path / "units").mkdir(exist_ok=True)
+    v = {"day2_loop_inventory": "/etc/enmasse/inventory.yml",
+         "day2_loop_config_dir": str(tmp_path / "etc"),
+         "day2_loop_state_dir": str(tmp_path / "state"),
+         "day2_loop_unit_dir": str(tmp_path / "units"),
+         "day2_loop_ansible_playbook": ANSIBLE_PLAYBOOK}
+    v.update(extra)
+    return v
+
+
+def failed(results):
+    return [(name, res) for name, res in results if res.get("failed")]
+
+
+def ran(results, name):
+    return [res for n, res in results if n.endswith(" : " + name)]
+
+
+def unit(path):
+    """The unit's keys -> list of values (systemd allows repeated keys)."""
+    keys = {}
+    for line in path.read_text().splitlines():
+        if "=" in line and not line.startswith(("#", "[")):
+            k, v = line.split("=", 1)
+            keys.setdefault(k, []).append(v)
+    return keys
+
+
+def test_defaults_render_a_report_loop_under_flock_with_a_0600_vars_file(tmp_path):
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], loop_vars(tmp_path))
+    assert not failed(results), failed(results)
+    svc = unit(tmp_path / "units" / "enmasse-loop.service")
+    lock = str(tmp_path / "state" / "loop.lock")
+    varsfile = str(tmp_path / "etc" / "loop-vars.yml")
+    assert svc["Type"] == ["oneshot"]
+    assert svc["ExecStart"] == ["/usr/bin/flock -n -E 75 %s %s -i /etc/enmasse/inventory.yml "
+                                "enmasse.messaging.capacity_loop -e @%s" % (lock, ANSIBLE_PLAYBOOK, varsfile)]
+    assert svc["SuccessExitStatus"] == ["75"]
+    for key, value in (("NoNewPrivileges", "yes"), ("ProtectSystem", "full"), ("PrivateTmp", "yes"),
+                       ("ProtectHome", "read-only"), ("StandardOutput", "journal"),
+                       ("ReadWritePaths", str(tmp_path / "state")), ("CapabilityBoundingSet", "")):
+        assert svc[key] == [value], key
+    timer = unit(tmp_path / "units" / "enmasse-loop.timer")
+    assert timer["OnUnitInactiveSec"] == ["1h"] and timer["OnActiveSec"] == ["15min"]
+    assert "OnCalendar" not in timer and timer["Unit"] == ["enmasse-loop.service"]
+    # the variables: report by default, the guardrails, the report directory; 0600; never printed
+    st = os.stat(varsfile)
+    assert oct(st.st_mode & 0o777) == "0o600"
+    assert oct(os.stat(str(tmp_path / "etc")).st_mode & 0o777) == "0o700"
+    doc = yaml.safe_load(open(varsfile))
+    assert doc == {"day2_mode": "report", "day2_max_hosts_changed": 1, "day2_max_moves": 20,
+                   "day2_max_bytes_moved": 0, "day2_cooldown": 3600, "day2_min_brokers": 2,
+                   "day2_min_routers": 2, "day2_plan_max_age": 7200, "day2_min_valid_window_ratio": 0.9,
+                   "capacity_report_dir": str(tmp_path / "state" / "reports")}
+    written = ran(results, "Write the playbook's variables (mode, guardrails, extra variables)")
+    assert written and written[0]["censored"].startswith("the output has been hidden")
+    # the variables are not in the unit
+    assert "day2_mode" not in (tmp_path / "units" / "enmasse-loop.service").read_text()
+    assert systemctl_calls(tmp_path) == ["daemon-reload", "restart enmasse-loop.timer"]
+
+
+def test_apply_mode_guardrails_calendar_and_extra_vars_and_the_timer_restart(tmp_path):
+    extra = {"apply_plan_infra": "prod", "capacity_planner_secret": "s3cret-value"}
+    v = loop_vars(tmp_path, day2_loop_mode="apply", day2_loop_max_moves=5, day2_loop_cooldown=600,
+                  day2_loop_min_brokers=3, day2_loop_max_bytes_moved=1048576,
+                  day2_loop_on_calendar="*-*-* 02:00:00", day2_loop_extra_vars=extra,
+                  day2_loop_playbook="/opt/collections/enmasse/messaging/playbooks/capacity_loop.yml")
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], v)
+    assert not failed(results), failed(results)
+    assert "s3cret-value" not in out
+    doc = yaml.safe_load((tmp_path / "etc" / "loop-vars.yml").read_text())
+    assert doc["day2_mode"] == "apply" and doc["day2_max_moves"] == 5 and doc["day2_cooldown"] == 600
+    assert doc["day2_min_brokers"] == 3 and doc["day2_max_bytes_moved"] == 1048576
+    assert doc["apply_plan_infra"] == "prod" and doc["capacity_planner_secret"] == "s3cret-value"
+    assert "s3cret-value" not in (tmp_path / "units" / "enmasse-loop.service").read_text()
+    svc = unit(tmp_path / "units" / "enmasse-loop.service")
+    assert " /opt/collections/enmasse/messaging/playbooks/capacity_loop.yml -e @" in svc["ExecStart"][0]
+    timer = unit(tmp_path / "units" / "enmasse-loop.timer")
+    assert timer["OnCalendar"] == ["*-*-* 02:00:00"] and timer["Persistent"] == ["true"]
+    assert "OnUnitInactiveSec" not in timer
+
+    systemctl_calls(tmp_path)
+    # only the mode changes: the variables file and the service's description, not the timer -> no restart
+    v["day2_loop_mode"] = "report"
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], v)
+    assert not failed(results), failed(results)
+    assert systemctl_calls(tmp_path) == ["daemon-reload"]
+    assert yaml.safe_load((tmp_path / "etc" / "loop-vars.yml").read_text())["day2_mode"] == "report"
+    # the same again: nothing changes, no handler
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], v)
+    assert not [n for n, r in results if r.get("changed")]
+    assert systemctl_calls(tmp_path) == []
+    # a new interval changes the timer: it restarts
+    v.update(day2_loop_on_calendar="", day2_loop_interval="30min")
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], v)
+    assert systemctl_calls(tmp_path) == ["daemon-reload", "restart enmasse-loop.timer"]
+    assert unit(tmp_path / "units" / "enmasse-loop.timer")["OnUnitInactiveSec"] == ["30min"]
+
+
+@pytest.mark.parametrize("field,value,rule", [
+    ("day2_loop_mode", "yolo", "mode report or apply (got yolo)"),
+    ("day2_loop_interval", "soon", "(got soon, 15min, 3h)"),
+    ("day2_loop_inventory", "inventory.yml", "day2_loop_inventory: must be the absolute path"),
+    ("day2_loop_max_moves", -1, "integers >= 0 (got 1, -1,"),
+    ("day2_loop_min_brokers", 0, "min_routers integers >= 1 (got 7200, 0, 2)"),
+    ("day2_loop_min_valid_window_ratio", 1.5, "a number in 0..1 (got 1.5)"),
+    ("day2_loop_playbook", "capacity_loop.yml", "(got capacity_loop.yml)"),
+])
+def test_bad_inputs_are_refused_before_any_file_is_written(tmp_path, field, value, rule):
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], loop_vars(tmp_path, **{field: value}))
+    bad = failed(results)
+    assert bad and " : Check " in bad[0][0], bad
+    assert rule in bad[0][1]["msg"], bad[0][1]["msg"]
+    assert os.listdir(str(tmp_path / "units")) == [] and not (tmp_path / "etc").exists()
+
+
+def test_state_absent_removes_everything(tmp_path):
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], loop_vars(tmp_path))
+    assert not failed(results)
+    (tmp_path / "state" / "reports").mkdir()
+    systemctl_calls(tmp_path)
+    out, results = play(tmp_path, ["prereqs.yml", "uninstall.yml"],
+                        loop_vars(tmp_path, day2_loop_state="absent", day2_loop_inventory=""))
+    assert not failed(results), failed(results)
+    calls = systemctl_calls(tmp_path)
+    assert "stop enmasse-loop.timer" in " ".join(calls) and "daemon-reload" in calls, calls
+    assert sorted(os.listdir(str(tmp_path / "units"))) == []
+    assert not (tmp_path / "etc").exists() and not (tmp_path / "state").exists()
+
+
+def test_systemd_analyze_verify_accepts_the_units(tmp_path):
+    if not shutil.which("systemd-analyze"):
+        pytest.skip("systemd-analyze is not installed")
+    if not os.path.exists(ANSIBLE_PLAYBOOK):
+        pytest.skip("no ansible-playbook program to name in ExecStart")
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], loop_vars(tmp_path))
+    assert not failed(results)
+    units = tmp_path / "units"
+    res = subprocess.run(["systemd-analyze", "verify", "--man=no", str(units / "enmasse-loop.service"),
+                          str(units / "enmasse-loop.timer")],
+                         capture_output=True, text=True, check=False, timeout=60,
+                         env=dict(os.environ, SYSTEMD_LOG_LEVEL="warning"))
+    problems = [line for line in (res.stdout + res.stderr).splitlines()
+                if "enmasse-loop" in line and "AssertPathExists" not in line]
+    assert res.returncode == 0 and not problems, res.stdout + res.stderr
