@@ -263,3 +263,75 @@ def test_prometheus_scrapes_the_gateway_with_the_role_job(env, tmp_path):
         assert res[0]["metric"]["space"] == "space-a"
     finally:
         tma._stop(mon)
+
+
+@pytest.mark.skipif(not (shutil.which("prometheus") and shutil.which("prometheus-alertmanager")),
+                    reason="prometheus / prometheus-alertmanager missing (Debian packages; scripts/test.sh installs them)")
+def test_the_gateway_alert_rules_fire_on_what_real_clients_provoke(env, tmp_path):
+    """The shipped rules (only `for:` shortened to 3s) read from the real gateways through the
+    role's job: wrong passwords fire EnmasseMqttAuthenticationFailures on the gateway that has
+    a router; a second gateway of the space whose only router port is closed fires
+    EnmasseMqttGatewayNoRouter; stopped, it fires EnmasseMqttGatewayDown naming its space.
+    Neither alert fires for the other gateway."""
+    import test_monitoring_alert as tma
+    binary = gateway_binary()
+    config = json.loads(open(os.path.join(env["root"], "gateway.json")).read())
+    port2, metrics2 = free_port(), free_port()
+    config.update(listen_tls="127.0.0.1:%d" % port2, metrics_listen="127.0.0.1:%d" % metrics2,
+                  routers=["127.0.0.1:%d" % free_port()])  # nothing listens there
+    (tmp_path / "gateway2.json").write_text(json.dumps(config))
+    log2 = str(tmp_path / "gateway2.log")
+    with open(log2, "w") as glog:
+        gw2 = subprocess.Popen([binary, "-config", str(tmp_path / "gateway2.json")], stdout=glog,
+                               stderr=subprocess.STDOUT)
+    mon = None
+    try:
+        asr.wait_listening(port2, gw2, log2, "the second MQTT gateway")
+        asr.wait_listening(metrics2, gw2, log2, "the second MQTT gateway's metrics listener")
+        (tmp_path / "password").write_text(SCRAPE_PASSWORD)
+        defaults = yaml.safe_load(open(os.path.join(tma.ROLE, "defaults", "main.yml")))
+        job = dict(next(j for j in defaults["monitoring_jobs"] if j["name"] == "mqtt_gateways"),
+                   ca_file=env["ca"], password_file=str(tmp_path / "password"))
+        mon = tma._start(tmp_path, [job], {"mqtt_gateways": ["127.0.0.1"]},
+                         {"127.0.0.1": {job["ports_var"]: [env["metrics_port"], metrics2]}})
+        one, two = "127.0.0.1:%d" % env["metrics_port"], "127.0.0.1:%d" % metrics2
+
+        def both_up():
+            res = tma._get(mon["prom"] + '/api/v1/query?query=up{job="mqtt_gateways"}==1')["data"]["result"]
+            return res if len(res) == 2 else None
+
+        tma._wait("up == 1 for both gateway instances", both_up)
+        for unused in range(12):
+            bad = Mqtt(env, "alice", "wrong-password")
+            assert bad.connack.value == 0x86
+            bad.c.loop_stop()
+        for unused in range(3):
+            lost = Mqtt(dict(env, port=port2), "alice", "secret-a")
+            assert lost.connack.value == 0x88  # server unavailable: no router answers
+            lost.c.loop_stop()
+
+        def firing(name):
+            def check():
+                alerts = tma._get(mon["prom"] + "/api/v1/alerts")["data"]["alerts"]
+                got = [a for a in alerts if a["labels"]["alertname"] == name and a["state"] == "firing"]
+                return got or None
+            return check
+
+        got = tma._wait("EnmasseMqttAuthenticationFailures firing", firing("EnmasseMqttAuthenticationFailures"))
+        assert [(a["labels"]["instance"], a["labels"]["space"], a["labels"]["severity"]) for a in got] \
+            == [(one, "space-a", "warning")]
+        assert "space space-a" in got[0]["annotations"]["summary"]
+        got = tma._wait("EnmasseMqttGatewayNoRouter firing", firing("EnmasseMqttGatewayNoRouter"))
+        assert [(a["labels"]["instance"], a["labels"]["space"]) for a in got] == [(two, "space-a")]
+        asr.stop(gw2)
+        got = tma._wait("EnmasseMqttGatewayDown firing", firing("EnmasseMqttGatewayDown"))
+        assert [(a["labels"]["instance"], a["labels"].get("space")) for a in got] == [(two, "space-a")]
+        assert got[0]["annotations"]["summary"] == "MQTT gateway %s (space space-a) is down" % two
+        alerts = tma._get(mon["prom"] + "/api/v1/alerts")["data"]["alerts"]
+        assert not [a for a in alerts if a["labels"]["alertname"] == "EnmasseTargetDown"
+                    and a["labels"]["job"] == "mqtt_gateways"]
+    finally:
+        if mon:
+            tma._stop(mon)
+        if gw2.poll() is None:
+            asr.stop(gw2)

@@ -2,6 +2,7 @@
 promtool (check + unit tests), the rendered prometheus.yml / alertmanager.yml
 under promtool / amtool, and argument_specs matching defaults."""
 import os
+import re
 import shutil
 import subprocess
 
@@ -124,6 +125,48 @@ def test_every_alert_rule_has_a_promtool_test_and_docs():
     assert names == tested
     docs = open(os.path.join(REPO, "docs", "monitoring.md")).read()
     assert [n for n in sorted(names) if n not in docs] == []
+
+
+def _rules():
+    doc = yaml.safe_load(open(os.path.join(ROLE, "files", "enmasse-alerts.yml")))
+    return [r for g in doc["groups"] for r in g["rules"]]
+
+
+def test_every_alert_rule_has_severity_summary_description_and_for():
+    """Each rule: severity critical or warning, a summary and a description that name the
+    instance (or, for the address spaces, the space), and a `for:` duration."""
+    for r in _rules():
+        assert r["labels"]["severity"] in ("critical", "warning"), r["alert"]
+        assert set(r["annotations"]) == {"summary", "description"}, r["alert"]
+        for text in r["annotations"].values():
+            assert "$labels.instance" in text or "$labels.space" in text, (r["alert"], text)
+        assert re.fullmatch(r"[0-9]+[smh]", r["for"]), r["alert"]
+    mqtt = [r for r in _rules() if "enmasse_mqtt_gateway" in r["expr"] or 'job="mqtt_gateways"' in r["expr"]]
+    assert {r["alert"] for r in mqtt} >= {"EnmasseMqttGatewayDown", "EnmasseMqttAuthenticationFailures",
+                                          "EnmasseMqttConnectionLimit", "EnmasseMqttGatewayNoRouter"}
+    assert all("$labels.space" in r["annotations"]["summary"] for r in mqtt)
+
+
+def _series_labels(series):
+    return dict(re.findall(r'(\w+)="([^"]*)"', series))
+
+
+def test_every_alert_rule_has_a_case_that_fires_and_a_series_that_does_not():
+    """In roles/monitoring/tests/enmasse-alerts.test.yml every alert fires in some case, and
+    that case has an input series that matches none of the alerts that fire (promtool
+    compares the whole list, so that series is checked to stay quiet)."""
+    tests = yaml.safe_load(open(os.path.join(ROLE, "tests", "enmasse-alerts.test.yml")))["tests"]
+    for name in sorted(r["alert"] for r in _rules()):
+        checked = False
+        for case in tests:
+            for t in case["alert_rule_test"]:
+                if t["alertname"] != name or not t["exp_alerts"]:
+                    continue
+                fired = [{k: str(v) for k, v in a["exp_labels"].items() if k != "severity"} for a in t["exp_alerts"]]
+                quiet = [s["series"] for s in case["input_series"]
+                         if not any(f.items() <= _series_labels(s["series"]).items() for f in fired)]
+                checked = checked or bool(quiet)
+        assert checked, "%s: no case where it fires beside a series where it does not" % name
 
 
 def _render(name, **extra):

@@ -5,6 +5,7 @@ linter itself when scripts/build-dashboard-linter.sh can install it."""
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -41,6 +42,7 @@ def test_dashboard_uses_a_templated_datasource_and_describes_every_panel(path):
         assert p["title"] and p["description"] and p["datasource"] == DS, p["title"]
     for p, t in _targets(dash):
         assert t["datasource"] == DS and 'job=~"$job"' in t["expr"], p["title"]
+        assert 'instance=~"$instance"' in t["expr"], p["title"]
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool missing (Debian package prometheus)")
@@ -48,7 +50,7 @@ def test_dashboard_uses_a_templated_datasource_and_describes_every_panel(path):
 def test_every_panel_query_is_valid_promql(path, tmp_path):
     dash = json.load(open(path))
     rules = [{"record": "dashboard:panel_%d_%s" % (p["id"], t["refId"]),
-              "expr": t["expr"].replace("$__rate_interval", "5m").replace("$job", ".+")}
+              "expr": re.sub(r"\$(job|instance|space)\b", ".+", t["expr"].replace("$__rate_interval", "5m"))}
              for p, t in _targets(dash)]
     f = tmp_path / "panels.yml"
     f.write_text(yaml.safe_dump({"groups": [{"name": "panels", "rules": rules}]}))
