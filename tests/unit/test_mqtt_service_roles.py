@@ -120,3 +120,27 @@ def test_mqtt_gateway_config_has_the_service_fields_and_password_file(tmp_path):
     assert (other["service_routers"], other["service_user"], other["service_password_file"],
             other["retained_address"]) == ([], "", "", "")  # all four or none
     assert not (conf / "tenant-b" / "service-password").exists()
+
+
+def test_site_gives_the_gateway_the_service_password_the_auth_service_wrote(tmp_path):
+    """site.yml's gateway play reads the service password where the routers
+    play's auth_service role wrote it (auth_service_credentials_dir), also
+    when router_credentials_dir (the gateway's CA and other secrets) differs."""
+    import yaml
+    with open(os.path.join(REPO, "playbooks", "site.yml")) as f:
+        plays = yaml.safe_load(f)
+    (gateway,) = [p for p in plays if p.get("hosts") == "mqtt_gateways"]
+    expr = gateway["vars"]["mqtt_gateway_service_password_dir"]
+    body = """\
+    - hosts: localhost
+      gather_facts: false
+      vars:
+        router_credentials_dir: /ca-and-router-secrets
+        auth_service_credentials_dir: /auth-secrets
+        service_dir: %s
+      tasks:
+        - ansible.builtin.debug:
+            msg: "SERVICE-DIR={{ service_dir }}"
+    """ % json.dumps(expr)
+    out = play(tmp_path, body)
+    assert "SERVICE-DIR=/auth-secrets" in out, out
