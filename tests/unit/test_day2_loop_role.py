@@ -151,6 +151,19 @@ def test_apply_mode_guardrails_calendar_and_extra_vars_and_the_timer_restart(tmp
     assert unit(tmp_path / "units" / "enmasse-loop.timer")["OnUnitInactiveSec"] == ["30min"]
 
 
+def test_the_alert_guardrail_goes_to_the_playbook_variables_and_its_password_is_never_printed(tmp_path):
+    v = loop_vars(tmp_path, day2_loop_alertmanager_url="http://monitor:9093", day2_loop_alertmanager_user="loop",
+                  day2_loop_alertmanager_password="am-s3cret", day2_loop_alert_severities=["critical", "page"])
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], v)
+    assert not failed(results), failed(results)
+    assert "am-s3cret" not in out
+    doc = yaml.safe_load((tmp_path / "etc" / "loop-vars.yml").read_text())
+    assert {k: doc[k] for k in doc if k.startswith("apply_plan_")} == {
+        "apply_plan_alertmanager_url": "http://monitor:9093", "apply_plan_alertmanager_user": "loop",
+        "apply_plan_alertmanager_password": "am-s3cret", "apply_plan_alertmanager_ca_file": "",
+        "apply_plan_alert_severities": ["critical", "page"]}
+
+
 @pytest.mark.parametrize("field,value,rule", [
     ("day2_loop_mode", "yolo", "mode report or apply (got yolo)"),
     ("day2_loop_interval", "soon", "(got soon, 15min, 3h)"),
