@@ -19,8 +19,8 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.files import wri
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import day2
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as _infra
 
-DEFAULTS = {"infra": "default", "brokers": None, "infrastructure_file": None, "routers": [], "spare_brokers": [], "spare_routers": [], "guardrails": {}, "alerts": None,
-            "history": "/var/lib/enmasse-messaging/day2/history.jsonl"}
+DEFAULTS = {"infra": "default", "brokers": None, "infrastructure_file": None, "routers": [], "spare_brokers": [],
+            "spare_routers": [], "guardrails": {}, "alerts": None, "history": "/var/lib/enmasse-messaging/day2/history.jsonl"}
 
 
 def read_plan(path):

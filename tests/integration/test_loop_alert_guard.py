@@ -7,10 +7,14 @@ ansible-playbook. A critical alert posted through the API v2 refuses the
 plan whole, naming it, in report and in apply mode (no history written);
 once it is resolved and only a warning fires, the plan goes through;
 Alertmanager unreachable refuses it too (fail closed), naming the URL. The
-password is never printed."""
+password is never printed. And the loop's metrics file, read by the real
+node exporter's textfile collector, scraped by the real Prometheus with
+the monitoring role's rendered configuration and a job for it."""
 import base64
 import json
 import os
+import shutil
+import subprocess
 import sys
 import time
 import urllib.request
@@ -20,11 +24,14 @@ import pytest
 
 from helpers import run_playbook
 from standard_env import REPO
-from test_monitoring_alert import _port, _wait, role_vars, start_alertmanager
-from test_monitoring_alert import pytestmark  # noqa: F401  # the real Alertmanager's skip and the integration mark
+from test_monitoring_alert import _get, _port, _start, _stop, _wait, role_vars, start_alertmanager
+# the integration mark and the skip without the real Prometheus / Alertmanager
+from test_monitoring_alert import pytestmark  # noqa: F401  # pylint: disable=unused-import
 
 sys.path.insert(0, os.path.join(REPO, "tests", "unit"))
 from test_capacity_plan_apply_module import _infra_file  # noqa: E402  # brokers b1-b3 (b3 draining), space s
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import loop_metrics  # noqa: E402
 
 crypt = pytest.importorskip("crypt", reason="the crypt module (bcrypt hash of the web user) is missing")
 
@@ -113,3 +120,39 @@ def test_a_critical_alert_refuses_the_plan_until_resolved_and_unreachable_fails_
     assert [r["guardrail"] for r in decision["refused"]] == ["alertmanager-unreachable"] and decision["steps"] == []
     assert "Alertmanager %s could not be read" % closed in decision["refused"][0]["why"]
     print("whole test: %.1f s" % (time.monotonic() - t0))
+
+
+@pytest.mark.skipif(not shutil.which("prometheus-node-exporter"), reason="prometheus-node-exporter missing (Debian package)")
+def test_prometheus_scrapes_the_loop_metrics_through_the_node_exporter_textfile_collector(tmp_path):
+    textdir = tmp_path / "metrics"
+    textdir.mkdir()
+    refused = {"act": False, "steps": [], "refused": [{"step": "plan", "guardrail": "critical-alert", "why": "..."}]}
+    move = {"action": "move", "address_space": "s", "address": "q", "partition": 0, "from": "b1", "to": "b2"}
+    text = loop_metrics.render(loop_metrics.render("", refused, "apply"), {"act": True, "steps": [move], "refused": []},
+                               "apply")
+    (textdir / "enmasse_loop.prom").write_text(text)
+    port = _port()
+    node = subprocess.Popen(["prometheus-node-exporter", "--collector.disable-defaults", "--collector.textfile",
+                             "--collector.textfile.directory=%s" % textdir, "--web.listen-address=127.0.0.1:%d" % port],
+                            stdout=open(tmp_path / "node.log", "w"), stderr=subprocess.STDOUT)
+    try:
+        job = {"name": "enmasse_loop", "group": "day2_loop", "port": port, "scheme": "http"}  # docs/capacity-loop.md
+        mon = _start(tmp_path, [job], {"day2_loop": ["127.0.0.1"]})
+        try:
+            def scraped():
+                q = "/api/v1/query?query=%s" % urllib.request.quote('{__name__=~"enmasse_loop_.*|node_textfile_scrape_error"}')
+                res = _get(mon["prom"] + q)["data"]["result"]
+                return {(r["metric"]["__name__"], r["metric"].get("reason") or r["metric"].get("outcome")): r["value"][1]
+                        for r in res if r["metric"]["job"] == "enmasse_loop"} or None
+
+            got = _wait("the loop's metrics scraped", scraped, 30)
+            assert got[("node_textfile_scrape_error", None)] == "0"
+            assert got[("enmasse_loop_refusals_total", "critical-alert")] == "1"
+            assert got[("enmasse_loop_steps_applied_total", None)] == "1"
+            assert got[("enmasse_loop_last_run_outcome", "applied")] == "1"
+            assert got[("enmasse_loop_last_run_outcome", "refused")] == "0"
+        finally:
+            _stop(mon)
+    finally:
+        node.terminate()
+        node.wait(timeout=30)

@@ -8,6 +8,7 @@ routers and brokers (tests/integration/test_apply_plan.py's fixtures, minutes):
 not run here."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -100,5 +101,38 @@ def test_apply_plan_is_imported_with_the_loop_guardrails():
     import yaml
     plays = yaml.safe_load(PLAYBOOK.read_text())
     imports = [p for p in plays if p.get("ansible.builtin.import_playbook") == "apply_plan.yml"]
-    assert len(imports) == 1 and plays[-1] is imports[0]
+    assert len(imports) == 1 and plays[-2] is imports[0] and plays[-1]["hosts"] == "localhost"  # then the metrics
     assert imports[0]["vars"]["apply_plan_guardrails"] == "{{ hostvars[groups['routers'][0]].day2_guardrails }}"
+
+
+def test_each_run_writes_its_metrics_and_the_counters_go_on(tmp_path):
+    """The last play alone (--start-at-task; the decision and the guardrails as the earlier plays leave them,
+    given as extra variables): a refused run, then an applied one; the file is 0644, promtool-clean when
+    promtool is there, the counters carried over; without day2_metrics_file nothing is written."""
+    prom = tmp_path / "metrics" / "enmasse_loop.prom"
+    start = ["--start-at-task", "Read the previous metrics (the counters go on from them)"]
+
+    def loop_run(mode, decision, metrics=str(prom)):
+        extra = {"day2_guardrails": {"mode": mode}, "apply_plan_decision": decision, "day2_metrics_file": metrics}
+        (tmp_path / "extra.json").write_text(json.dumps(extra))
+        results = run(tmp_path, "-e", "@%s" % (tmp_path / "extra.json"), *start)
+        assert not [r for p, t, r in results if r.get("failed") and t.startswith("Write")], results
+        return results
+
+    loop_run("apply", {"act": False, "steps": [], "refused": [
+        {"step": "plan", "guardrail": "critical-alert", "why": "EnmasseTargetDown on b1:9404"}]})
+    assert oct(prom.stat().st_mode & 0o777) == "0o644" and oct(prom.parent.stat().st_mode & 0o777) == "0o755"
+    first = prom.read_text()
+    assert 'enmasse_loop_last_run_outcome{outcome="refused"} 1' in first
+    assert 'enmasse_loop_refusals_total{reason="critical-alert"} 1' in first
+    move = {"action": "move", "address_space": "s", "address": "q", "partition": 0, "from": "b1", "to": "b2"}
+    loop_run("apply", {"act": True, "steps": [move, move], "refused": []})
+    second = prom.read_text()
+    assert 'enmasse_loop_last_run_outcome{outcome="applied"} 1' in second
+    assert 'enmasse_loop_refusals_total{reason="critical-alert"} 1' in second
+    assert "enmasse_loop_steps_applied_total 2\n" in second
+    if shutil.which("promtool"):
+        check = subprocess.run(["promtool", "check", "metrics"], input=second, capture_output=True, text=True, check=False)
+        assert check.returncode == 0, check.stdout + check.stderr
+    loop_run("apply", {"act": True, "steps": [move], "refused": []}, metrics="")
+    assert prom.read_text() == second
