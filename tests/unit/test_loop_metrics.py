@@ -28,7 +28,7 @@ def _samples(text):
 @pytest.mark.parametrize("decision, mode, expected", [
     (_decision([MOVE, DRAIN_B]), "apply", "applied"),
     (_decision([ADD]), "apply", "idle"),          # a scale out is printed as commands
-    (_decision([DRAIN_R]), "apply", "idle"),      # a router drain is only reported
+    (_decision([DRAIN_R]), "apply", "idle"),      # a router drain is printed as commands
     (_decision(), "apply", "idle"),
     (_decision([MOVE], act=False), "report", "report"),
     (_decision(refused=[("plan", "critical-alert")], act=False), "apply", "refused"),

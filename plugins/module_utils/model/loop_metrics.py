@@ -13,8 +13,8 @@ exporter's textfile collector reads.
 * ``enmasse_loop_refusals_total{reason}``: runs in which a guardrail refused
   something, per guardrail (each run counts a guardrail once);
 * ``enmasse_loop_steps_applied_total``: steps carried out (moves, drains);
-  an added host is printed as commands, a router drain only reported, so
-  neither counts.
+  an added host and a router drain are printed as commands, so neither
+  counts.
 
 The counters go on from the previous file (a file that cannot be read as
 ours starts them at 0, which Prometheus' rate() reads as a reset). Pure
