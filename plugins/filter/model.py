@@ -14,6 +14,9 @@ value and the rule, so that an ``assert`` can print them all at once.
 * ``scale_in_errors``: why a broker host cannot leave the standard pool
   (model/day2.py: the floor of the pool, brokered spaces on the host);
 
+* ``loop_metrics``: the capacity loop's metrics file after a run
+  (model/loop_metrics.py: the Prometheus textfile, counters kept);
+
 * ``without_users``: the address spaces without their ``users`` (and so
   without their passwords), for loops: Ansible prints a loop item whole at
   ``-v``, whatever its label.
@@ -28,6 +31,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import EnmasseError
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.day2 import scale_in_errors as _scale_in_errors
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import loop_metrics as _loop_metrics
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.names import fmt, space_name_errors as _space_name_errors
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.plans import Catalogue
 from ansible_collections.enmasse.messaging.plugins.module_utils.model.users import users_from_list
@@ -166,6 +170,15 @@ def scale_in_errors(host, brokers, states=None, min_brokers=None, brokered=None)
         raise AnsibleFilterError("scale_in_errors: %s" % e)
 
 
+def loop_metrics(previous, decision, mode="report"):
+    """The capacity loop's metrics file after a run (model/loop_metrics.py)."""
+    if mode not in ("report", "apply"):
+        raise AnsibleFilterError("loop_metrics: mode: %s must be 'report' or 'apply'" % fmt(mode))
+    if decision is not None and not isinstance(decision, dict):
+        raise AnsibleFilterError("loop_metrics: decision: %s must be capacity_plan_apply's result or null" % fmt(decision))
+    return _loop_metrics.render(previous if isinstance(previous, str) else "", decision, mode)
+
+
 class FilterModule(object):
     """enmasse.messaging model filters."""
 
@@ -175,4 +188,5 @@ class FilterModule(object):
             "address_spaces_errors": address_spaces_errors,
             "without_users": without_users,
             "scale_in_errors": scale_in_errors,
+            "loop_metrics": loop_metrics,
         }

@@ -19,8 +19,8 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.files import wri
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import day2
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as _infra
 
-DEFAULTS = {"infra": "default", "brokers": None, "infrastructure_file": None, "routers": [], "spare_brokers": [], "spare_routers": [], "guardrails": {},
-            "history": "/var/lib/enmasse-messaging/day2/history.jsonl"}
+DEFAULTS = {"infra": "default", "brokers": None, "infrastructure_file": None, "routers": [], "spare_brokers": [],
+            "spare_routers": [], "guardrails": {}, "alerts": None, "history": "/var/lib/enmasse-messaging/day2/history.jsonl"}
 
 
 def read_plan(path):
@@ -52,6 +52,16 @@ def read_history(path):
     except (IOError, OSError) as e:
         raise ConfigError("history: cannot read %s: %s" % (path, e.strerror or e))
     return records
+
+
+def alert_refusals(alerts):
+    """day2.alert_refusals of the ``alerts`` option ({url, alerts, error,
+    severities}, what playbooks/tasks/apply_plan_alerts.yml read); [] when
+    the guard is off (None)."""
+    if not alerts:
+        return []
+    return day2.alert_refusals(alerts.get("alerts"), alerts["url"], tuple(alerts.get("severities") or day2.ALERT_SEVERITIES),
+                               alerts.get("error"))
 
 
 def _move_text(m):
@@ -102,8 +112,10 @@ def run(params, check_mode, now=None):
     history = read_history(history_path)
     live, homes = live_pool(params)
     spares = {"brokers": params["spare_brokers"] or [], "routers": params["spare_routers"] or []}
+    blocked = alert_refusals(params.get("alerts"))
     try:
-        decision = day2.change_set(plan, params["infra"], live, spares, history, now, params["guardrails"], homes)
+        decision = day2.change_set(plan, params["infra"], live, spares, history, now, params["guardrails"], homes,
+                                   blocked)
     except ValueError as e:
         raise ConfigError(str(e))
     steps = day2.steps(decision)

@@ -88,6 +88,31 @@ options:
       - An unknown key or a bad value fails the task before anything is read or written.
     type: dict
     default: {}
+  alerts:
+    description:
+      - The critical-alert guardrail - what Alertmanager answered to C(GET /api/v2/alerts?active=true&silenced=false&inhibited=false)
+        (C(playbooks/tasks/apply_plan_alerts.yml) reads it). While an active alert whose label C(severity) is one of
+        O(alerts.severities) fires, the plan is refused whole (guardrail C(critical-alert), naming each alert's
+        C(alertname) and C(instance)); when the read failed (O(alerts.error)) it is refused too (guardrail
+        C(alertmanager-unreachable), naming the URL - fail closed).
+      - Omitted or null - no alert guardrail.
+    type: dict
+    suboptions:
+      url:
+        description: The Alertmanager URL that was read (named in the refusals, its password redacted).
+        type: str
+        required: true
+      alerts:
+        description: Its answer, the list of alerts of the API v2 (each with C(labels) and C(status)).
+        type: raw
+      error:
+        description: Why Alertmanager could not be read (null when it was).
+        type: str
+      severities:
+        description: The values of the label C(severity) that block.
+        type: list
+        elements: str
+        default: [critical]
   history:
     description: The decisions made so far (JSON Lines, appended to; created 0640 when missing).
     type: path
@@ -175,6 +200,7 @@ plan_generated_at:
 """
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import capacity_apply, runner
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import day2
 
 
 def main():
@@ -189,6 +215,12 @@ def main():
         spare_routers=dict(type="list", elements="str", default=d["spare_routers"]),
         guardrails=dict(type="dict", default=d["guardrails"]),
         history=dict(type="path", default=d["history"]),
+        alerts=dict(type="dict", options=dict(
+            url=dict(type="str", required=True),
+            alerts=dict(type="raw"),
+            error=dict(type="str"),
+            severities=dict(type="list", elements="str", default=list(day2.ALERT_SEVERITIES)),
+        )),
     ), connection=False, required_one_of=[("brokers", "infrastructure_file")],
         mutually_exclusive=[("brokers", "infrastructure_file")])
 

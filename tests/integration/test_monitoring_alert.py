@@ -63,32 +63,42 @@ def _wait(what, probe, timeout=90):
     raise AssertionError("%s: not seen in %ss (last: %r)" % (what, timeout, last))
 
 
+def role_vars(**overrides):
+    """The monitoring role's defaults with ``overrides`` (as the templates see them)."""
+    return dict(yaml.safe_load(open(os.path.join(ROLE, "defaults", "main.yml"))), ansible_managed="test", **overrides)
+
+
+def start_alertmanager(tmp_path, vars_):
+    """The real Alertmanager with the role's rendered alertmanager.yml and web
+    config (basic auth when ``vars_`` has monitoring_web_users), listening on
+    127.0.0.1:monitoring_alertmanager_port; the process (terminate it)."""
+    (tmp_path / "alertmanager.yml").write_text(_render("alertmanager.yml.j2", vars_))
+    (tmp_path / "web.yml").write_text(_render("web-config.yml.j2", vars_))
+    subprocess.run(["amtool", "check-config", str(tmp_path / "alertmanager.yml")], check=True, capture_output=True)
+    return subprocess.Popen(["prometheus-alertmanager", "--config.file=%s" % (tmp_path / "alertmanager.yml"),
+                             "--storage.path=%s" % (tmp_path / "am"),
+                             "--web.listen-address=127.0.0.1:%d" % vars_["monitoring_alertmanager_port"],
+                             "--cluster.listen-address=", "--web.config.file=%s" % (tmp_path / "web.yml")],
+                            stdout=open(tmp_path / "am.log", "w"), stderr=subprocess.STDOUT)
+
+
 def _start(tmp_path, jobs=(), groups=None, hostvars=None):
     """Prometheus and Alertmanager with the role's rendered configuration:
     the jobs prometheus (itself, up) and down (a closed port) plus ``jobs``."""
     prom, am, closed = _port(), _port(), _port()
-    defaults = yaml.safe_load(open(os.path.join(ROLE, "defaults", "main.yml")))
     jobs = [{"name": "prometheus", "group": "monitoring", "port": prom, "scheme": "http"},
             {"name": "down", "group": "monitoring", "port": closed, "scheme": "http"}] + list(jobs)
     groups = dict(groups or {}, monitoring=["127.0.0.1"])
-    vars_ = dict(defaults, ansible_managed="test", monitoring_alertmanager_port=am,
-                 monitoring_scrape_interval="1s", monitoring_evaluation_interval="1s",
-                 monitoring_scrape_configs=fmon.monitoring_scrape_configs(jobs, groups, hostvars))
+    vars_ = role_vars(monitoring_alertmanager_port=am, monitoring_scrape_interval="1s", monitoring_evaluation_interval="1s",
+                      monitoring_scrape_configs=fmon.monitoring_scrape_configs(jobs, groups, hostvars))
     rules = re.sub(r"(?m)^(\s+for:) \S+$", r"\1 3s", open(os.path.join(ROLE, "files", "enmasse-alerts.yml")).read())
     conf = tmp_path / "prometheus.yml"
     conf.write_text(_render("prometheus.yml.j2", vars_).replace("/etc/prometheus/enmasse-alerts.yml",
                                                                 str(tmp_path / "rules.yml")))
     (tmp_path / "rules.yml").write_text(rules)
-    (tmp_path / "alertmanager.yml").write_text(_render("alertmanager.yml.j2", vars_))
-    (tmp_path / "web.yml").write_text(_render("web-config.yml.j2", vars_))
-    for cmd in (["promtool", "check", "config", str(conf)],
-                ["amtool", "check-config", str(tmp_path / "alertmanager.yml")]):
-        subprocess.run(cmd, check=True, capture_output=True)
+    subprocess.run(["promtool", "check", "config", str(conf)], check=True, capture_output=True)
     procs = [
-        subprocess.Popen(["prometheus-alertmanager", "--config.file=%s" % (tmp_path / "alertmanager.yml"),
-                          "--storage.path=%s" % (tmp_path / "am"), "--web.listen-address=127.0.0.1:%d" % am,
-                          "--cluster.listen-address=", "--web.config.file=%s" % (tmp_path / "web.yml")],
-                         stdout=open(tmp_path / "am.log", "w"), stderr=subprocess.STDOUT),
+        start_alertmanager(tmp_path, vars_),
         subprocess.Popen(["prometheus", "--config.file=%s" % conf, "--storage.tsdb.path=%s" % (tmp_path / "tsdb"),
                           "--web.listen-address=127.0.0.1:%d" % prom, "--web.config.file=%s" % (tmp_path / "web.yml")],
                          stdout=open(tmp_path / "prom.log", "w"), stderr=subprocess.STDOUT),

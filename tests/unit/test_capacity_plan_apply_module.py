@@ -158,3 +158,20 @@ def test_the_next_plan_confirms_the_change_once_in_the_history(plan_file, tmp_pa
     run(_args(plan_file, tmp_path, mode="apply", cooldown=3600), tmp_path)  # recorded once
     records = [json.loads(line) for line in history.read_text().splitlines()]
     assert [r.get("confirms") for r in records] == [None, changed_at] and records[1]["converged"] is False
+
+
+def test_a_critical_alert_or_an_unreadable_alertmanager_refuses_whole_and_writes_nothing(plan_file, tmp_path):
+    firing = [{"labels": {"alertname": "EnmasseBrokerDiskHigh", "instance": "b1:9404", "severity": "critical"},
+               "status": {"state": "active", "silencedBy": [], "inhibitedBy": []}}]
+    for alerts, guardrail in (({"url": "http://am:9093", "alerts": firing}, "critical-alert"),
+                              ({"url": "http://am:9093", "error": "HTTP status -1: refused"}, "alertmanager-unreachable")):
+        out = run(dict(_args(plan_file, tmp_path, mode="apply"), alerts=alerts), tmp_path)
+        assert out["changed"] is False and out["act"] is False and out["steps"] == [], out
+        assert [r["guardrail"] for r in out["refused"]] == [guardrail] and "http://am:9093" in out["refused"][0]["why"]
+        assert not (tmp_path / "day2").exists()
+    assert "EnmasseBrokerDiskHigh on b1:9404" in run(dict(_args(plan_file, tmp_path), alerts={
+        "url": "http://am:9093", "alerts": firing}), tmp_path)["refused"][0]["why"]
+    warning = [dict(firing[0], labels=dict(firing[0]["labels"], severity="warning"))]
+    out = run(dict(_args(plan_file, tmp_path, mode="apply"), alerts={"url": "http://am:9093", "alerts": warning}),
+              tmp_path, check=True)
+    assert out["changed"] is True and out["refused"] == []

@@ -105,7 +105,9 @@ def test_defaults_render_a_report_loop_under_flock_with_a_0600_vars_file(tmp_pat
     assert doc == {"day2_mode": "report", "day2_max_hosts_changed": 1, "day2_max_moves": 20,
                    "day2_max_bytes_moved": 0, "day2_cooldown": 3600, "day2_min_brokers": 2,
                    "day2_min_routers": 2, "day2_plan_max_age": 7200, "day2_min_valid_window_ratio": 0.9,
-                   "capacity_report_dir": str(tmp_path / "state" / "reports")}
+                   "capacity_report_dir": str(tmp_path / "state" / "reports"),
+                   "day2_metrics_file": str(tmp_path / "state" / "metrics" / "enmasse_loop.prom")}
+    assert oct(os.stat(str(tmp_path / "state")).st_mode & 0o777) == "0o711"  # the node exporter reaches metrics/
     written = ran(results, "Write the playbook's variables (mode, guardrails, extra variables)")
     assert written and written[0]["censored"].startswith("the output has been hidden")
     # the variables are not in the unit
@@ -149,6 +151,25 @@ def test_apply_mode_guardrails_calendar_and_extra_vars_and_the_timer_restart(tmp
     out, results = play(tmp_path, ["prereqs.yml", "files.yml"], v)
     assert systemctl_calls(tmp_path) == ["daemon-reload", "restart enmasse-loop.timer"]
     assert unit(tmp_path / "units" / "enmasse-loop.timer")["OnUnitInactiveSec"] == ["30min"]
+
+
+def test_the_alert_guardrail_and_a_metrics_file_elsewhere_go_to_the_playbook_and_the_unit(tmp_path):
+    v = loop_vars(tmp_path, day2_loop_alertmanager_url="http://monitor:9093", day2_loop_alertmanager_user="loop",
+                  day2_loop_alertmanager_password="am-s3cret", day2_loop_alert_severities=["critical", "page"],
+                  day2_loop_metrics_file=str(tmp_path / "node-exporter" / "enmasse_loop.prom"))
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], v)
+    assert not failed(results), failed(results)
+    assert "am-s3cret" not in out
+    doc = yaml.safe_load((tmp_path / "etc" / "loop-vars.yml").read_text())
+    assert {k: doc[k] for k in doc if k.startswith("apply_plan_")} == {
+        "apply_plan_alertmanager_url": "http://monitor:9093", "apply_plan_alertmanager_user": "loop",
+        "apply_plan_alertmanager_password": "am-s3cret", "apply_plan_alertmanager_ca_file": "",
+        "apply_plan_alert_severities": ["critical", "page"]}
+    # metrics outside the state directory: their directory is writable for the service, the state stays 0700
+    assert doc["day2_metrics_file"] == str(tmp_path / "node-exporter" / "enmasse_loop.prom")
+    assert unit(tmp_path / "units" / "enmasse-loop.service")["ReadWritePaths"] == [
+        "%s %s" % (tmp_path / "state", tmp_path / "node-exporter")]
+    assert oct(os.stat(str(tmp_path / "state")).st_mode & 0o777) == "0o700"
 
 
 @pytest.mark.parametrize("field,value,rule", [

@@ -121,6 +121,55 @@ def test_nothing_is_done_within_the_cooldown_of_the_last_change():
     assert out["drain"]["brokers"] == ["b3"]
 
 
+# ------------------------------------------------------------ critical alerts
+AM = "http://monitor:s3cret@am.example:9093"
+
+
+def _alert(name, severity="critical", instance="b1:9404", state="active", **status):
+    return {"labels": {"alertname": name, "severity": severity, "instance": instance},
+            "status": dict({"state": state, "silencedBy": [], "inhibitedBy": []}, **status)}
+
+
+def test_a_firing_critical_alert_refuses_the_plan_whole_naming_each_alert():
+    alerts = [_alert("EnmasseBrokerDiskHigh"), _alert("EnmasseTargetDown", instance="r2:9000"),
+              _alert("EnmasseBrokerDiskHigh"), _alert("EnmasseQueueGrowing", severity="warning")]
+    blocked = day2.alert_refusals(alerts, AM)
+    assert [g for g, unused in blocked] == ["critical-alert"]
+    why = blocked[0][1]
+    assert "2 alert(s) of severity critical firing" in why
+    assert "EnmasseBrokerDiskHigh on b1:9404, EnmasseTargetDown on r2:9000" in why
+    assert "EnmasseQueueGrowing" not in why and "s3cret" not in why and "am.example:9093" in why
+    out = day2.change_set(_plan(brokers_after=["b1", "b2"], moves=[_move("q", "b1", "b2")]), "prod",
+                          copy.deepcopy(LIVE), {}, [], NOW, {"mode": "apply", "min_brokers": 1}, blocked=blocked)
+    assert out["act"] is False and out["drain"]["brokers"] == [] and out["moves"] == []
+    assert _guardrails(out) == ["critical-alert"] and out["refused"][0]["why"].endswith("nothing done")
+
+
+@pytest.mark.parametrize("alerts", [
+    [], [_alert("Q", severity="warning")], [_alert("Q", state="suppressed", silencedBy=["s-1"])],
+    [_alert("Q", silencedBy=["s-1"])], [_alert("Q", inhibitedBy=["i-1"])], [{"labels": "bad"}, "bad"],
+], ids=["none", "warning-only", "suppressed", "silenced", "inhibited", "malformed"])
+def test_no_blocking_alert_lets_the_plan_through(alerts):
+    assert day2.alert_refusals(alerts, AM) == []
+
+
+def test_the_blocking_severities_are_configurable():
+    alerts = [_alert("Q", severity="warning")]
+    assert [g for g, unused in day2.alert_refusals(alerts, AM, ("critical", "warning"))] == ["critical-alert"]
+    assert day2.alert_refusals([_alert("Q")], AM, ("page",)) == []
+
+
+@pytest.mark.parametrize("alerts, error, why", [
+    (None, "HTTP status -1: Connection refused", "could not be read (HTTP status -1: Connection refused)"),
+    ({"status": "error"}, None, "answered {'status': 'error'}, not a list of alerts"),
+], ids=["unreachable", "not-a-list"])
+def test_alertmanager_unreadable_refuses_fail_closed_naming_the_url(alerts, error, why):
+    (blocked,) = day2.alert_refusals(alerts, AM, error=error)
+    assert blocked[0] == "alertmanager-unreachable"
+    assert why in blocked[1] and "http://monitor:********@am.example:9093" in blocked[1]
+    assert "fail closed" in blocked[1] and "s3cret" not in blocked[1]
+
+
 # ------------------------------------------------------------ scale out first
 def test_hosts_to_add_come_from_the_spares_in_their_order():
     plan = _plan(brokers_after=["b1", "b2", "b3", "prod-broker-4"])

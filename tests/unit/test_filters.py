@@ -27,8 +27,19 @@ def _space(name="demo", **kw):
 def test_filter_modules_export_the_documented_filters():
     assert set(fb.FilterModule().filters()) == {"artemis_password_hash", "broker_placement", "broker_layout"}
     assert set(fm.FilterModule().filters()) == {"space_name_errors", "address_spaces_errors", "without_users",
-                                                "scale_in_errors"}
+                                                "scale_in_errors", "loop_metrics"}
     assert set(fr.FilterModule().filters()) == {"router_secret_files", "router_mesh_changes", "router_conf_core"}
+
+
+# ------------------------------------------------------------ loop_metrics
+def test_loop_metrics_renders_and_refuses_a_bad_mode_or_decision():
+    text = fm.loop_metrics("", {"act": True, "steps": [{"action": "move"}], "refused": []}, "apply")
+    assert 'enmasse_loop_last_run_outcome{outcome="applied"} 1' in text
+    assert 'enmasse_loop_last_run_outcome{outcome="idle"} 1' in fm.loop_metrics(None, None, "apply")
+    with pytest.raises(AnsibleFilterError, match="loop_metrics: mode: 'yolo' must be 'report' or 'apply'"):
+        fm.loop_metrics("", None, "yolo")
+    with pytest.raises(AnsibleFilterError, match="decision: 'x' must be capacity_plan_apply's result or null"):
+        fm.loop_metrics("", "x", "apply")
 
 
 # ------------------------------------------------------------ router_secret_files

@@ -14,6 +14,9 @@ Rules, in the order they are applied:
   ``data_quality.valid_window_ratio`` under
   ``min_valid_window_ratio``, or planned for another pool than the live one
   (its ``brokers_before`` / ``routers_before`` differ from the live hosts);
+* **critical alerts** (``alert_refusals``): while Alertmanager reports an
+  active, unsilenced, uninhibited alert of a blocking severity (default
+  ``critical``), or cannot be read (fail closed), nothing is done;
 * **cooldown**: nothing is done within ``cooldown`` seconds of the last
   change in the history;
 * **scale out before scale in**, never both in one run: hosts to add come
@@ -41,6 +44,8 @@ __metaclass__ = type
 import time
 from datetime import datetime
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.redact import redact_url
+
 from .names import fmt as _fmt
 from .schema import INFRA_SPACE
 
@@ -55,6 +60,7 @@ GUARDRAILS = {
     "plan_max_age": 7200,          # seconds since the plan was made
     "min_valid_window_ratio": 0.9,  # data quality the plan must rest on
 }
+ALERT_SEVERITIES = ("critical",)
 _INTS = ("max_hosts_changed", "max_moves", "cooldown", "min_brokers", "min_routers", "plan_max_age")
 
 
@@ -150,6 +156,44 @@ def _cooldown(history, now, g):
     return None
 
 
+def _alert_name(alert):
+    labels = alert.get("labels") if isinstance(alert.get("labels"), dict) else {}
+    return "%s on %s" % (labels.get("alertname", "?"), labels.get("instance", "?"))
+
+
+def _blocks(alert, severities):
+    """Whether ``alert`` (an Alertmanager API v2 alert) fires with a blocking
+    severity: not suppressed (silenced or inhibited; an ``unprocessed`` one,
+    just received, blocks) and its label severity one of ``severities``."""
+    if not isinstance(alert, dict) or not isinstance(alert.get("labels"), dict):
+        return False
+    status = alert.get("status") if isinstance(alert.get("status"), dict) else {}
+    if status.get("state") == "suppressed" or status.get("silencedBy") or status.get("inhibitedBy"):
+        return False
+    return alert["labels"].get("severity") in severities
+
+
+def alert_refusals(alerts, url, severities=ALERT_SEVERITIES, error=None):
+    """The (guardrail, why) refusals of the whole plan from Alertmanager's
+    firing alerts (its API v2 ``/api/v2/alerts`` answer, a list), read at
+    ``url``: [] when none of ``severities`` fires. ``error``: why the read
+    failed (None when it did not): Alertmanager unreachable refuses too
+    (fail closed). Each refusal names the URL and every blocking alert
+    (alertname and instance)."""
+    where = redact_url(url)
+    if error is not None:
+        return [("alertmanager-unreachable", "Alertmanager %s could not be read (%s): the firing alerts are unknown, "
+                 "so nothing is done (fail closed)" % (where, error))]
+    if not isinstance(alerts, list):
+        return [("alertmanager-unreachable", "Alertmanager %s answered %s, not a list of alerts (API v2): the firing "
+                 "alerts are unknown, so nothing is done (fail closed)" % (where, _fmt(alerts)))]
+    firing = sorted(set(_alert_name(a) for a in alerts if _blocks(a, severities)))
+    if not firing:
+        return []
+    return [("critical-alert", "%d alert(s) of severity %s firing in Alertmanager %s: %s; nothing is changed while "
+             "they fire" % (len(firing), "/".join(severities), where, ", ".join(firing)))]
+
+
 def _kind_steps(kind, before, after, live, spares, floor):
     """(hosts to add from spares, short of spares, hosts to drain, under the
     floor) for one kind of host."""
@@ -171,12 +215,14 @@ def _new_names(before, after):
     return [h for h in after if h not in before]
 
 
-def change_set(plan, infra, live, spares=None, history=None, now=None, guardrails=None, homes=None):
+def change_set(plan, infra, live, spares=None, history=None, now=None, guardrails=None, homes=None, blocked=()):
     """The change set for ``infra``'s standard pool. ``live``/``spares``:
     {"brokers": [host], "routers": [host]}; ``history``: [{time, changed}];
     ``now``: epoch seconds; ``homes``: {"space/address": [broker per
     partition]} of the live pool (the ledgers), when known: a move whose
-    partition is not on its ``from`` any more is refused. Returns {act, add,
+    partition is not on its ``from`` any more is refused; ``blocked``: the
+    (guardrail, why) of ``alert_refusals``, which refuse the plan whole.
+    Returns {act, add,
     add_for, drain, moves, refused}; ``add_for``: {spare host: the plan's new
     name it stands for}."""
     errs = guardrail_errors(guardrails or {})
@@ -194,8 +240,8 @@ def change_set(plan, infra, live, spares=None, history=None, now=None, guardrail
 
     stale = _stale(plan, bpool, rpool, live, now, g)
     wait = _cooldown(history, now, g)
-    if stale or wait:
-        for guardrail, why in stale + ([("cooldown", wait)] if wait else []):
+    if stale or wait or blocked:
+        for guardrail, why in stale + list(blocked) + ([("cooldown", wait)] if wait else []):
             refuse("plan", guardrail, why + "; nothing done")
         out["act"] = False
         return out
