@@ -22,7 +22,7 @@ log() { printf '\n=== %s\n' "$*"; }
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   need=()
-  for pkg in podman runc debootstrap libxml2-utils maven default-jre-headless python3-venv rsync shellcheck etcd-server openssl prometheus prometheus-alertmanager mosquitto-clients; do
+  for pkg in podman runc debootstrap libxml2-utils maven default-jre-headless python3-venv rsync shellcheck etcd-server openssl prometheus prometheus-alertmanager prometheus-node-exporter mosquitto-clients; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   if [ ${#need[@]} -gt 0 ]; then
