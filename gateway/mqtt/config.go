@@ -44,7 +44,7 @@ const (
 	DefaultMaxPacketSize         = 1048576
 	DefaultReceiveMaximum        = 32
 	DefaultMaxConnectionsPerUser = 100
-	DefaultMaxSessionExpiry      = 3600
+	DefaultMaxSessionExpiry      = 86400 // mapping.py session()'s max_session_expiry
 )
 
 // LoadConfig reads and validates path; the error names the field, its value and the rule.

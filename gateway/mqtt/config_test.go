@@ -43,7 +43,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *c.MaxPacketSize != 1048576 || *c.ReceiveMaximum != 32 || *c.MaxConnectionsPerUser != 100 || *c.MaxSessionExpiry != 3600 || c.LogLevel != "info" {
+	if *c.MaxPacketSize != 1048576 || *c.ReceiveMaximum != 32 || *c.MaxConnectionsPerUser != 100 || *c.MaxSessionExpiry != 86400 || c.LogLevel != "info" {
 		t.Errorf("defaults: %d %d %d %s", *c.MaxPacketSize, *c.ReceiveMaximum, *c.MaxConnectionsPerUser, c.LogLevel)
 	}
 }
