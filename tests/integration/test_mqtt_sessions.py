@@ -313,12 +313,11 @@ def mid_handshake_rounds(env, client_id, rounds, tag, sent):
     its PUBREC. The next connection finishes both as a client does: (a)
     PUBREL (every other time the PUBLISH again with DUP first: answered
     PUBREC, not forwarded), (b) the PUBLISH again with DUP, then PUBREL."""
-    prev = None
+    prev = []  # the previous round's (a, b): (packet id, body) each
     for i in range(rounds + 1):
         r = Raw(env, client_id)
         assert r.present == (1 if i else 0), "%s round %d: session present %d" % (client_id, i, r.present)
-        if prev:
-            (a_pid, a_body), (b_pid, b_body) = prev
+        for (a_pid, a_body), (b_pid, b_body) in prev:
             r.publish("q1", b_pid, b_body, dup=True)  # (b): it never saw a PUBREC
             r.expect(PUBREC, b_pid)
             r.pubrel(b_pid)
@@ -338,7 +337,7 @@ def mid_handshake_rounds(env, client_id, rounds, tag, sent):
         r.publish("q1", b[0], b[1])
         r.drop()
         sent += [a[1], b[1]]
-        prev = (a, b)
+        prev = [(a, b)]
 
 
 def test_qos2_never_delivered_twice_over_100_reconnects_mid_handshake(env):
