@@ -53,7 +53,8 @@ type link struct {
 	client     string
 	resumable  bool         // a later CONNECT with clean start 0 resumes it
 	dmu        sync.RWMutex // deliveries (read) against a takeover (write)
-	owner      *mqtt.Client // the connection deliveries go to; nil during a takeover
+	owner      *mqtt.Client // the connection deliveries go to (dmu); nil during a takeover
+	holder     *mqtt.Client // the connection that holds the session (b.mu)
 	in         *qos2In      // QoS 2 packet ids not yet released (qos2.go)
 	cs         *connState   // the session's latest connection (b.mu)
 	conn       *amqp.Conn
@@ -194,8 +195,8 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	cs := newConnState(int(*b.Config.ReceiveMaximum))
 	cs.will = w
 	fresh := l
-	var prev <-chan struct{}
-	l, cs.resumed, prev, err = b.openSession(cl, pk.Connect.Clean, fresh, cs)
+	var t takeover
+	l, cs.resumed, t, err = b.openSession(cl, pk.Connect.Clean, fresh, cs)
 	if err != nil {
 		_ = fresh.conn.Close()
 		b.release(user)
@@ -205,12 +206,7 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	}
 	if cs.resumed {
 		b.closeLink(fresh) // it authenticated the client; the session's own link serves it
-		if prev != nil {
-			select {
-			case <-prev:
-			case <-time.After(2 * b.Timeout):
-			}
-		}
+		t.run(b)
 		b.Log.Info("session resumed", "client", cl.ID, "user", user, "subscriptions", len(l.subs), "qos2_ids", l.in.len())
 	}
 	if w != nil {

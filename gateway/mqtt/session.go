@@ -59,12 +59,11 @@ func expires(cl *mqtt.Client) bool {
 // openSession decides at CONNECT which link the client gets: the client
 // id's session when it persists and the CONNECT has clean start 0 (mochi
 // resumes it too), else the fresh link l2 (an older session of the id
-// ends). When resumed, l2 is to be closed and the caller waits on prev: the
-// previous connection of the session stopped (a connected one is
-// disconnected here, MQTT 5 0x8E) and its publishes' outcomes recorded, so
-// a resend on this connection finds them.
+// ends). When resumed, l2 is to be closed and the caller goes on with
+// takeOver. Only b.mu is taken here: a delivery may be stuck writing to a
+// dead connection, and with it the link's dmu.
 func (b *Bridge) openSession(cl *mqtt.Client, clean bool, l2 *link, cs *connState) (l *link, resumed bool,
-	prev <-chan struct{}, err error) {
+	t takeover, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.sessions == nil {
@@ -72,35 +71,50 @@ func (b *Bridge) openSession(cl *mqtt.Client, clean bool, l2 *link, cs *connStat
 	}
 	old := b.sessions[cl.ID]
 	if old != nil && old.user != l2.user {
-		return nil, false, nil, errOtherUser
+		return nil, false, takeover{}, errOtherUser
 	}
 	resumable := !expires(cl)
 	if old != nil && !clean && old.resumable {
-		old.dmu.Lock()
-		holder := old.owner
-		old.owner = nil // deliveries wait until OnSessionEstablished (mochi copies the in-flight first)
-		old.resumable = resumable
-		old.dmu.Unlock()
-		if holder != nil && !holder.Closed() {
-			go func() { _ = b.Server.DisconnectClient(holder, packets.ErrSessionTakenOver) }()
-		}
+		t = takeover{l: old, holder: old.holder}
 		if old.cs != nil {
-			prev = old.cs.drained
+			t.prev = old.cs.drained
 		}
-		old.cs = cs
-		return old, true, prev, nil
+		old.holder, old.cs, old.resumable = cl, cs, resumable
+		return old, true, t, nil
 	}
-	if old != nil { // ends: closed now when offline, else at its holder's OnDisconnect
-		old.dmu.RLock()
-		offline := old.owner == nil || old.owner.Closed()
-		old.dmu.RUnlock()
-		if offline {
-			go b.closeLink(old)
-		}
+	if old != nil && (old.holder == nil || old.holder.Closed()) {
+		go b.closeLink(old) // offline: ends now; else at its holder's OnDisconnect
 	}
-	l2.client, l2.resumable, l2.owner, l2.cs = cl.ID, resumable, cl, cs
+	l2.client, l2.resumable, l2.owner, l2.holder, l2.cs = cl.ID, resumable, cl, cl, cs
 	b.sessions[cl.ID] = l2
-	return l2, false, nil, nil
+	return l2, false, takeover{}, nil
+}
+
+// takeover of a resumed session by a new connection.
+type takeover struct {
+	l      *link
+	holder *mqtt.Client    // the connection that held it
+	prev   <-chan struct{} // closed when that connection's publishes have their outcomes
+}
+
+// run: a connected holder is disconnected (MQTT 5 0x8E; mochi would do it
+// after this hook, too late to wait for it), deliveries pause until
+// OnSessionEstablished (mochi copies the in-flight messages to the new
+// connection first), and the holder's publishes get their outcomes
+// recorded, so a resend on the new connection finds them.
+func (t takeover) run(b *Bridge) {
+	if t.holder != nil && !t.holder.Closed() {
+		_ = b.Server.DisconnectClient(t.holder, packets.ErrSessionTakenOver)
+	}
+	t.l.dmu.Lock()
+	t.l.owner = nil
+	t.l.dmu.Unlock()
+	if t.prev != nil {
+		select {
+		case <-t.prev:
+		case <-time.After(2 * b.Timeout):
+		}
+	}
 }
 
 // OnSessionEstablished: mochi has written the CONNACK and resent the
@@ -121,10 +135,7 @@ func (b *Bridge) detach(cl *mqtt.Client, l *link, expire bool) (keep bool) {
 	if b.sessions[cl.ID] != l {
 		return false // replaced by a clean session of the id
 	}
-	l.dmu.RLock()
-	owner := l.owner
-	l.dmu.RUnlock()
-	if owner != cl {
+	if l.holder != cl {
 		return true // taken over: the new connection has it
 	}
 	if expire {
@@ -139,10 +150,7 @@ func (b *Bridge) OnClientExpired(cl *mqtt.Client) {
 	b.mu.Lock()
 	l := b.sessions[cl.ID]
 	if l != nil {
-		l.dmu.RLock()
-		mine := l.owner == cl
-		l.dmu.RUnlock()
-		if !mine {
+		if l.holder != cl {
 			l = nil
 		} else {
 			delete(b.sessions, cl.ID)
