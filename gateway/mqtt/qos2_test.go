@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 	"time"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
 )
 
 // The inbound QoS 2 state machine: forwarded once, a resend answered
@@ -81,5 +83,28 @@ func TestQos2ResendWaitsForTheOutcome(t *testing.T) {
 	case <-d.done:
 	case <-time.After(2 * time.Second):
 		t.Fatal("the resend never learnt the outcome")
+	}
+}
+
+// expires is mochi's rule for a session that ends with its connection; the
+// gateway keeps a session's link exactly when it is false.
+func TestSessionPersistsByMochisRule(t *testing.T) {
+	cases := []struct {
+		version byte
+		clean   bool
+		expiry  uint32
+		ends    bool
+	}{
+		{4, true, 0, true}, {4, false, 0, false}, // 3.1.1: clean session
+		{5, true, 0, true}, {5, false, 0, true}, // MQTT 5: the expiry, not clean start
+		{5, true, 60, false}, {5, false, 60, false},
+	}
+	for _, c := range cases {
+		cl := &mqtt.Client{}
+		cl.Properties.ProtocolVersion, cl.Properties.Clean = c.version, c.clean
+		cl.Properties.Props.SessionExpiryInterval = c.expiry
+		if got := expires(cl); got != c.ends {
+			t.Errorf("v%d clean %v expiry %d: ends with the connection %v, want %v", c.version, c.clean, c.expiry, got, c.ends)
+		}
 	}
 }

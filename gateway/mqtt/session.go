@@ -15,7 +15,7 @@ package main
 //     receiver holds at most receive_maximum unsettled, then the router
 //     stops sending to it (a queue keeps the rest in the broker).
 //   - a CONNECT with that client id, the same user and clean start 0 takes
-//     the link over (a connected holder is disconnected by mochi, 0x8E);
+//     the link over (a connected holder is disconnected, MQTT 5 0x8E);
 //     another user's CONNECT with that id is refused (0x85 / 3.1.1 2).
 //   - mochi's session expiry (OnClientExpired) closes the link: its
 //     unsettled deliveries go back to the router.
