@@ -29,10 +29,14 @@ const (
 	annotationWillDelay = "x-opt-mqtt-will-delay"
 )
 
-// pending is one QoS 1 publish waiting for the router's disposition.
+// pending is one QoS 1 / 2 publish waiting for the router's disposition
+// (dup: a QoS 2 resend waiting for the first one's outcome, e).
 type pending struct {
 	receipt amqp.SendReceipt
 	id      uint16
+	qos     byte
+	e       *inbound
+	dup     bool
 }
 
 // delivery is one QoS 1 message from AMQP waiting for the client's PUBACK.
@@ -41,11 +45,18 @@ type delivery struct {
 	m *amqp.Message
 }
 
-// link is the AMQP side of one MQTT client.
+// link is the AMQP side of one MQTT session (session.go): of one
+// connection, or of several in turn when the session persists.
 type link struct {
 	user       string
 	password   string // kept for a will's redial (will.go)
-	will       *will  // nil: none registered
+	client     string
+	resumable  bool         // a later CONNECT with clean start 0 resumes it
+	dmu        sync.RWMutex // deliveries (read) against a takeover (write)
+	owner      *mqtt.Client // the connection deliveries go to (dmu); nil during a takeover
+	holder     *mqtt.Client // the connection that holds the session (b.mu)
+	in         *qos2In      // QoS 2 packet ids not yet released (qos2.go)
+	cs         *connState   // the session's latest connection (b.mu)
 	conn       *amqp.Conn
 	sess       *amqp.Session
 	mu         sync.Mutex
@@ -53,9 +64,7 @@ type link struct {
 	staged     map[string][]*sub // filter -> receivers attached by the ACL check
 	subs       map[string][]*sub // filter -> receivers of a granted subscription
 	deliveries map[uint16]delivery
-	acks       chan pending
 	pubQos     atomic.Uint32 // QoS of the publish being read (metrics of an ACL refusal)
-	done       chan struct{}
 	ctx        context.Context
 	cancel     context.CancelFunc
 }
@@ -63,25 +72,27 @@ type link struct {
 // Bridge is the mochi hook.
 type Bridge struct {
 	mqtt.HookBase
-	Config  *Config
-	TLS     *tls.Config // to the routers; nil: plain AMQP
-	Log     *slog.Logger
-	Server  *mqtt.Server
-	Timeout time.Duration
-	table   atomic.Pointer[Table]
-	mu      sync.Mutex
-	links   map[*mqtt.Client]*link
-	users   map[string]int64
-	Store   *RetainStore // nil: retained messages are forwarded, not kept
-	Metrics *Metrics     // nil: no metrics endpoint
-	reads   sync.Map     // readKey -> chan readResult: retained reads started at the ACL check
-	subacks sync.Map     // subackKey -> chan struct{}: closed when that SUBACK was written
-	delayed delayedWills // MQTT 5 wills waiting for their delay (will.go)
+	Config   *Config
+	TLS      *tls.Config // to the routers; nil: plain AMQP
+	Log      *slog.Logger
+	Server   *mqtt.Server
+	Timeout  time.Duration
+	table    atomic.Pointer[Table]
+	mu       sync.Mutex
+	links    map[*mqtt.Client]*link
+	conns    map[*mqtt.Client]*connState
+	sessions map[string]*link // client id -> its session's link (session.go)
+	users    map[string]int64
+	Store    *RetainStore // nil: retained messages are forwarded, not kept
+	Metrics  *Metrics     // nil: no metrics endpoint
+	reads    sync.Map     // readKey -> chan readResult: retained reads started at the ACL check
+	subacks  sync.Map     // subackKey -> chan struct{}: closed when that SUBACK was written
+	delayed  delayedWills // MQTT 5 wills waiting for their delay (will.go)
 }
 
 func NewBridge(c *Config, t *Table, tlsc *tls.Config, log *slog.Logger) *Bridge {
 	b := &Bridge{Config: c, TLS: tlsc, Log: log, Timeout: 10 * time.Second,
-		links: map[*mqtt.Client]*link{}, users: map[string]int64{}}
+		links: map[*mqtt.Client]*link{}, conns: map[*mqtt.Client]*connState{}, sessions: map[string]*link{}, users: map[string]int64{}}
 	b.table.Store(t)
 	return b
 }
@@ -100,7 +111,8 @@ func (b *Bridge) ID() string { return "enmasse-amqp-bridge" }
 func (b *Bridge) Provides(e byte) bool {
 	switch e {
 	case mqtt.OnConnect, mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPublish, mqtt.OnDisconnect,
-		mqtt.OnSubscribed, mqtt.OnUnsubscribed, mqtt.OnQosComplete, mqtt.OnPacketRead, mqtt.OnPacketSent:
+		mqtt.OnSubscribed, mqtt.OnUnsubscribed, mqtt.OnQosComplete, mqtt.OnPacketRead, mqtt.OnPacketSent,
+		mqtt.OnSessionEstablished, mqtt.OnClientExpired, mqtt.OnPacketEncode:
 		return true
 	}
 	return false
@@ -110,6 +122,12 @@ func (b *Bridge) linkOf(cl *mqtt.Client) *link {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.links[cl]
+}
+
+func (b *Bridge) connOf(cl *mqtt.Client) *connState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.conns[cl]
 }
 
 // connack writes a refusing CONNACK: v5 the reason code, 3.1.1 its return code.
@@ -132,12 +150,14 @@ func connack(cl *mqtt.Client, v5 packets.Code, v3 byte) error {
 // the connection without a CONNACK of its own.
 func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	user := string(pk.Connect.Username)
-	// not in this slice: persistent sessions (docs/mqtt-design.md); the will
-	// is the bridge's (will.go), taken from mochi after the login
+	// the will is the bridge's (will.go), taken from mochi after the login;
+	// sessions persist (session.go) unless max_session_expiry is 0
 	will := cl.Properties.Will
 	cl.Properties.Will = mqtt.Will{}
-	cl.Properties.Clean = true
-	cl.Properties.Props.SessionExpiryInterval = 0
+	if *b.Config.MaxSessionExpiry == 0 {
+		cl.Properties.Clean = true
+		cl.Properties.Props.SessionExpiryInterval = 0
+	}
 	max := *b.Config.MaxConnectionsPerUser
 	b.mu.Lock()
 	if max > 0 && b.users[user] >= max {
@@ -148,7 +168,9 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	}
 	b.users[user]++ // reserved while the router answers
 	b.mu.Unlock()
+	started := time.Now()
 	l, code, v3, err := b.dial(cl, user, string(pk.Connect.Password))
+	dialled := time.Since(started)
 	if err != nil {
 		b.release(user)
 		b.Log.Info("connect refused", "client", cl.ID, "user", user, "remote", cl.Net.Remote,
@@ -170,7 +192,23 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 		b.Metrics.Connection(outcome)
 		return connack(cl, code, v3)
 	}
-	l.will = w
+	cs := newConnState(int(*b.Config.ReceiveMaximum))
+	cs.will = w
+	fresh := l
+	var t takeover
+	l, cs.resumed, t, err = b.openSession(cl, pk.Connect.Clean, fresh, cs)
+	if err != nil {
+		_ = fresh.conn.Close()
+		b.release(user)
+		b.Log.Info("connect refused: client id in use by another user", "client", cl.ID, "user", user, "remote", cl.Net.Remote)
+		b.Metrics.Connection(connNotAuthorized)
+		return connack(cl, packets.ErrClientIdentifierNotValid, packets.Err3ClientIdentifierNotValid.Code)
+	}
+	if cs.resumed {
+		b.closeLink(fresh) // it authenticated the client; the session's own link serves it
+		t.run(b)
+		b.Log.Info("session resumed", "client", cl.ID, "user", user, "subscriptions", len(l.subs), "qos2_ids", l.in.len())
+	}
 	if w != nil {
 		b.Log.Info("will registered", "client", cl.ID, "address", w.address, "qos", w.pk.FixedHeader.Qos,
 			"retain", w.pk.FixedHeader.Retain, "delay", w.delay)
@@ -180,11 +218,13 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	}
 	b.mu.Lock()
 	b.links[cl] = l
+	b.conns[cl] = cs
 	b.mu.Unlock()
-	go b.ackLoop(cl, l)
+	go b.ackLoop(cl, l, cs)
 	b.Metrics.Connection(connAccepted)
 	b.Log.Info("connected", "client", cl.ID, "user", user, "remote", cl.Net.Remote, "listener", cl.Net.Listener,
-		"version", cl.Properties.ProtocolVersion)
+		"version", cl.Properties.ProtocolVersion, "router_login_ms", dialled.Milliseconds(),
+		"connect_ms", time.Since(started).Milliseconds())
 	return nil
 }
 
@@ -244,9 +284,8 @@ func (b *Bridge) dial(cl *mqtt.Client, user, password string) (*link, packets.Co
 		if err == nil {
 			lctx, lcancel := context.WithCancel(context.Background())
 			return &link{user: user, password: password, conn: conn, sess: sess, senders: map[string]*amqp.Sender{},
-				staged: map[string][]*sub{}, subs: map[string][]*sub{},
-				deliveries: map[uint16]delivery{}, acks: make(chan pending, *b.Config.ReceiveMaximum),
-				done: make(chan struct{}), ctx: lctx, cancel: lcancel}, code, v3, nil
+				staged: map[string][]*sub{}, subs: map[string][]*sub{}, in: newQos2In(int(*b.Config.ReceiveMaximum)),
+				deliveries: map[uint16]delivery{}, ctx: lctx, cancel: lcancel}, code, v3, nil
 		}
 		last = err
 		var final bool
@@ -263,47 +302,105 @@ func (b *Bridge) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool 
 	return b.linkOf(cl) != nil
 }
 
-// OnPacketRead refuses QoS 2 publishes (not in this slice): MQTT 5
-// DISCONNECT 0x9B "QoS not supported" (the CONNACK said maximum QoS 1);
-// MQTT 3.1.1 the connection is closed. mochi drops a publish to $SYS/...
-// without an answer: it is refused as any topic outside the table (MQTT 5
-// PUBACK 0x87, 3.1.1 the connection closed).
+// OnPacketRead: the QoS 2 acknowledgements are the bridge's (qos2.go): a
+// PUBREL releases the packet id and is answered here (PUBCOMP; MQTT 5 0x92
+// for an id not remembered), a PUBREC of a delivery settles its AMQP
+// message; mochi then sees a no-op in their place (a PUBACK of packet id 0,
+// never in use), so its in-flight store, shared by both directions, is not
+// touched for an id the other direction uses. mochi drops a publish to
+// $SYS/... without an answer: it is refused as any topic outside the table
+// (MQTT 5 PUBACK / PUBREC 0x87, 3.1.1 the connection closed).
 func (b *Bridge) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
-	if pk.FixedHeader.Type == packets.Disconnect && cl.Properties.ProtocolVersion == 5 &&
-		pk.FixedHeader.Remaining == 1 && pk.ReasonCode == 0 { // disconnect.go
-		if code, ok := shortDisconnectReason(cl.Net.Conn); ok {
-			pk.ReasonCode = code
-		}
-	}
-	if pk.FixedHeader.Type != packets.Publish {
-		return pk, nil
-	}
 	v5 := cl.Properties.ProtocolVersion == 5
-	if pk.FixedHeader.Qos == 2 {
-		b.Log.Info("publish refused: QoS 2 is not supported", "client", cl.ID, "topic", pk.TopicName)
-		b.Metrics.Publish(2, pubRefused)
-		if v5 {
-			_ = b.Server.DisconnectClient(cl, packets.ErrQosNotSupported)
-		} else {
-			cl.Stop(packets.ErrQosNotSupported)
+	switch pk.FixedHeader.Type {
+	case packets.Disconnect:
+		if v5 && pk.FixedHeader.Remaining == 1 && pk.ReasonCode == 0 { // disconnect.go
+			if code, ok := shortDisconnectReason(cl.Net.Conn); ok {
+				pk.ReasonCode = code
+			}
 		}
-		return pk, packets.ErrRejectPacket // mochi ends the connection
+		return pk, nil
+	case packets.Pubrel:
+		return b.pubrel(cl, pk), nil
+	case packets.Pubrec:
+		b.pubrec(cl, pk)
+		return pk, nil
+	case packets.Publish:
+	default:
+		return pk, nil
 	}
 	if !mqtt.IsValidFilter(pk.TopicName, true) { // mochi drops it before the ACL check
 		b.Metrics.Publish(pk.FixedHeader.Qos, pubRefused)
 	} else if l := b.linkOf(cl); l != nil {
 		l.pubQos.Store(uint32(pk.FixedHeader.Qos)) // read by OnACLCheck (same goroutine, next)
 	}
-	if pk.FixedHeader.Qos == 1 && !mqtt.IsValidFilter(pk.TopicName, true) {
+	if pk.FixedHeader.Qos > 0 {
+		if cs := b.connOf(cl); cs != nil {
+			// mochi deletes an in-flight message of this id (a delivery to the
+			// client) before OnPublish; OnPublish puts it back (flow.go)
+			cs.stash, cs.stashed = cl.State.Inflight.Get(pk.PacketID)
+		}
+	}
+	if pk.FixedHeader.Qos > 0 && !mqtt.IsValidFilter(pk.TopicName, true) {
 		b.Log.Info("publish refused: reserved topic", "client", cl.ID, "topic", pk.TopicName)
 		if !v5 {
 			cl.Stop(packets.ErrNotAuthorized)
 			return pk, packets.ErrRejectPacket
 		}
-		_ = cl.WritePacket(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback},
+		_ = cl.WritePacket(packets.Packet{FixedHeader: packets.FixedHeader{Type: ackType(pk.FixedHeader.Qos)},
 			PacketID: pk.PacketID, ReasonCode: packets.ErrNotAuthorized.Code})
 	}
 	return pk, nil
+}
+
+// noop is what mochi processes in place of a packet the bridge answered.
+var noop = packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}}
+
+func ackType(qos byte) byte {
+	if qos == 2 {
+		return packets.Pubrec
+	}
+	return packets.Puback
+}
+
+// pubrel: the client's PUBREL ends a QoS 2 publish: PUBCOMP.
+func (b *Bridge) pubrel(cl *mqtt.Client, pk packets.Packet) packets.Packet {
+	code := packets.CodeSuccess.Code
+	if l := b.linkOf(cl); l == nil || !l.in.release(pk.PacketID) {
+		code = packets.ErrPacketIdentifierNotFound.Code
+	}
+	_ = cl.WritePacket(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pubcomp},
+		PacketID: pk.PacketID, ReasonCode: code})
+	return noop
+}
+
+// pubrec: a QoS 2 delivery reached the client: its AMQP message is accepted
+// now (not at PUBCOMP: the client has it and drops a resend of it; waiting
+// for the PUBCOMP would let a connection lost in between redeliver it).
+// An MQTT 5 PUBREC with a failure code rejects it. mochi goes on with the
+// PUBREL.
+func (b *Bridge) pubrec(cl *mqtt.Client, pk packets.Packet) {
+	l := b.linkOf(cl)
+	if l == nil {
+		return
+	}
+	if out, ok := cl.State.Inflight.Get(pk.PacketID); !ok || out.FixedHeader.Type != packets.Publish {
+		return
+	}
+	l.mu.Lock()
+	d, ok := l.deliveries[pk.PacketID]
+	delete(l.deliveries, pk.PacketID)
+	l.mu.Unlock()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, b.Timeout)
+	defer cancel()
+	if pk.ReasonCode >= packets.ErrUnspecifiedError.Code {
+		_ = d.r.RejectMessage(ctx, d.m, nil)
+		return
+	}
+	_ = d.r.AcceptMessage(ctx, d.m)
 }
 
 // OnACLCheck: publish -> the topic must be an address of the table;

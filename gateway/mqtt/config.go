@@ -25,6 +25,7 @@ type Config struct {
 	MaxPacketSize         *int64   `json:"max_packet_size"`
 	ReceiveMaximum        *int64   `json:"receive_maximum"`
 	MaxConnectionsPerUser *int64   `json:"max_connections_per_user"`
+	MaxSessionExpiry      *int64   `json:"max_session_expiry"`
 	LogLevel              string   `json:"log_level"`
 	// the gateway's own service connection (retained.go): all four or none
 	ServiceRouters      []string `json:"service_routers"`
@@ -43,6 +44,7 @@ const (
 	DefaultMaxPacketSize         = 1048576
 	DefaultReceiveMaximum        = 32
 	DefaultMaxConnectionsPerUser = 100
+	DefaultMaxSessionExpiry      = 86400 // mapping.py session()'s max_session_expiry
 )
 
 // LoadConfig reads and validates path; the error names the field, its value and the rule.
@@ -137,6 +139,14 @@ func (c *Config) Validate() error {
 		return err
 	}
 	c.MaxConnectionsPerUser = &m
+	// seconds a persistent session outlives its connection: MQTT 3.1.1
+	// clean session 0 gets this, MQTT 5's session expiry is capped by it;
+	// 0 turns persistent sessions off (every session clean)
+	var e int64
+	if e, err = intField("max_session_expiry", c.MaxSessionExpiry, DefaultMaxSessionExpiry, 0, 1<<32-1); err != nil {
+		return err
+	}
+	c.MaxSessionExpiry = &e
 	if err := c.validateService(); err != nil {
 		return err
 	}

@@ -12,8 +12,9 @@ import (
 )
 
 // sender: one link per address on the client's session, in mixed mode:
-// QoS 0 transfers pre-settled, QoS 1 unsettled, in the order of the
-// client's publishes. The router refuses the attach without send.
+// QoS 0 transfers pre-settled, QoS 1 and 2 unsettled, in the order of the
+// client's publishes. The router refuses the attach without send. Not
+// bound to the link's context: a will is sent after the client is gone.
 func (b *Bridge) sender(l *link, address string) (*amqp.Sender, error) {
 	mode := amqp.SenderSettleModeMixed
 	l.mu.Lock()
@@ -21,7 +22,7 @@ func (b *Bridge) sender(l *link, address string) (*amqp.Sender, error) {
 	if s := l.senders[address]; s != nil {
 		return s, nil
 	}
-	ctx, cancel := context.WithTimeout(l.ctx, b.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
 	defer cancel()
 	s, err := l.sess.NewSender(ctx, address, &amqp.SenderOptions{SettlementMode: &mode})
 	if err != nil {
@@ -33,26 +34,60 @@ func (b *Bridge) sender(l *link, address string) (*amqp.Sender, error) {
 
 // OnPublish sends to the address of the topic and answers mochi with
 // ErrRejectPacket (no local fan-out, no retained store in mochi); ackLoop
-// writes the PUBACK once the router accepted.
+// writes the PUBACK / PUBREC once the router accepted. A QoS 2 packet id
+// the session still remembers (qos2.go) is not sent again: its PUBREC
+// follows the first one's outcome.
 func (b *Bridge) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
-	l := b.linkOf(cl)
-	if l == nil {
+	l, cs := b.linkOf(cl), b.connOf(cl)
+	if l == nil || cs == nil {
 		b.Metrics.Publish(pk.FixedHeader.Qos, pubRefused)
 		return pk, packets.ErrRejectPacket
 	}
+	if cs.stashed { // mochi dropped the delivery of this id (bridge.go OnPacketRead)
+		cl.State.Inflight.Set(cs.stash)
+		cs.stashed = false
+	}
+	var e *inbound
+	if pk.FixedHeader.Qos == 2 {
+		var fresh bool
+		var err error
+		if e, fresh, err = l.in.begin(pk.PacketID); err != nil {
+			b.Log.Info("publish refused: QoS 2 receive maximum exceeded", "client", cl.ID, "max", l.in.max)
+			b.Metrics.Publish(2, pubRefused)
+			if cl.Properties.ProtocolVersion == 5 {
+				_ = b.Server.DisconnectClient(cl, packets.ErrReceiveMaximum)
+			} else {
+				cl.Stop(packets.ErrReceiveMaximum)
+			}
+			return pk, packets.ErrRejectPacket
+		}
+		if !fresh {
+			b.Log.Debug("QoS 2 resend not forwarded again", "client", cl.ID, "packet_id", pk.PacketID)
+			b.enqueue(cs, pending{id: pk.PacketID, qos: 2, e: e, dup: true})
+			return pk, packets.ErrRejectPacket
+		}
+	}
+	unsettle := func(code packets.Code) {
+		if e != nil {
+			l.in.settle(pk.PacketID, e, false, code.Code)
+		}
+	}
 	address, s, err := b.sendable(l, pk.TopicName) // the will's check too (will.go)
 	if errors.Is(err, errNotAddress) {
+		unsettle(packets.ErrNotAuthorized)
 		b.Metrics.Publish(pk.FixedHeader.Qos, pubRefused)
 		return pk, packets.ErrRejectPacket
 	}
 	if err != nil {
 		b.Log.Info("publish refused by the router", "client", cl.ID, "user", l.user, "address", address, "error", err)
+		unsettle(ackCode(err))
 		b.Metrics.Publish(pk.FixedHeader.Qos, pubRefused)
 		return pk, b.refuse(cl, pk, err)
 	}
 	msg := newMessage(address, pk.Payload, pk.FixedHeader.Qos, pk.FixedHeader.Retain)
 	if pk.FixedHeader.Retain {
 		if err := b.retain(cl, pk); err != nil {
+			unsettle(packets.ErrUnspecifiedError)
 			b.Metrics.Publish(pk.FixedHeader.Qos, pubFailed)
 			return pk, b.refuse(cl, pk, err)
 		}
@@ -71,29 +106,49 @@ func (b *Bridge) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 	r, err := s.SendWithReceipt(ctx, msg, nil)
 	if err != nil {
 		b.Log.Info("publish not sent", "client", cl.ID, "address", address, "error", err)
+		unsettle(ackCode(err))
 		b.Metrics.Publish(pk.FixedHeader.Qos, sendOutcome(err))
 		return pk, b.refuse(cl, pk, err)
 	}
-	select {
-	case l.acks <- pending{receipt: r, id: pk.PacketID}:
-	case <-l.done:
-	}
+	b.enqueue(cs, pending{receipt: r, id: pk.PacketID, qos: pk.FixedHeader.Qos, e: e})
 	return pk, packets.ErrRejectPacket
 }
 
-// refuse a QoS 1 publish the router did not take: MQTT 5 gets PUBACK 0x87
-// (no send permission) or 0x80 (mochi writes it); MQTT 3.1.1 has no
-// negative PUBACK: the connection is closed.
+// enqueue: at most receive_maximum publishes wait for the router; one more
+// waits here (the client's reading pauses).
+func (b *Bridge) enqueue(cs *connState, p pending) {
+	select {
+	case cs.acks <- p:
+	case <-cs.done:
+	}
+}
+
+// ackCode: the MQTT 5 PUBACK / PUBREC reason of a publish the router did
+// not take: 0x87 for a missing send permission, else 0x80.
+func ackCode(err error) packets.Code {
+	var le *amqp.LinkError
+	if errors.As(err, &le) && le.RemoteErr != nil && le.RemoteErr.Condition == amqp.ErrCondUnauthorizedAccess {
+		return packets.ErrNotAuthorized
+	}
+	return packets.ErrUnspecifiedError
+}
+
+// refuse a QoS 1 / 2 publish the router did not take: MQTT 5 gets PUBACK
+// (mochi writes it) or PUBREC (written here) 0x87 (no send permission) or
+// 0x80; MQTT 3.1.1 has no negative acknowledgement: the connection is
+// closed.
 func (b *Bridge) refuse(cl *mqtt.Client, pk packets.Packet, err error) error {
 	if pk.FixedHeader.Qos == 0 {
 		return packets.ErrRejectPacket
 	}
 	if cl.Properties.ProtocolVersion == 5 {
-		var le *amqp.LinkError
-		if errors.As(err, &le) && le.RemoteErr != nil && le.RemoteErr.Condition == amqp.ErrCondUnauthorizedAccess {
-			return packets.ErrNotAuthorized
+		code := ackCode(err)
+		if pk.FixedHeader.Qos == 1 {
+			return code
 		}
-		return packets.ErrUnspecifiedError
+		_ = cl.WritePacket(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pubrec},
+			PacketID: pk.PacketID, ReasonCode: code.Code})
+		return packets.ErrRejectPacket
 	}
 	cl.Stop(err)
 	return packets.ErrRejectPacket
@@ -103,42 +158,70 @@ func (b *Bridge) refuse(cl *mqtt.Client, pk packets.Packet, err error) error {
 // come after the attach, at the first transfer) is a refusal; any other
 // error a failure.
 func sendOutcome(err error) string {
-	var le *amqp.LinkError
-	if errors.As(err, &le) && le.RemoteErr != nil && le.RemoteErr.Condition == amqp.ErrCondUnauthorizedAccess {
+	if ackCode(err) == packets.ErrNotAuthorized {
 		return pubRefused
 	}
 	return pubFailed
 }
 
-// ackLoop writes PUBACKs in the order of the publishes, each after the
-// router's outcome: accepted -> success; else MQTT 5 0x80, MQTT 3.1.1 no
-// PUBACK and the connection closed (the client resends on reconnect).
-func (b *Bridge) ackLoop(cl *mqtt.Client, l *link) {
-	for {
+// outcome waits for the router's disposition of p (a QoS 2 resend: for
+// the first one's, recorded in the session).
+func (b *Bridge) outcome(cs *connState, p pending) (packets.Code, string) {
+	ctx, cancel := context.WithTimeout(cs.waits, b.Timeout)
+	defer cancel()
+	if p.dup {
 		select {
-		case <-l.done:
-			return
-		case p := <-l.acks:
-			state, err := p.receipt.Wait(l.ctx)
-			code := packets.CodeSuccess
-			if _, ok := state.(*amqp.StateAccepted); ok && err == nil {
-				b.Metrics.Publish(1, pubAccepted) // before the PUBACK: a client that has it sees the count
-			} else if err != nil {
-				b.Metrics.Publish(1, sendOutcome(err))
-			} else {
-				b.Metrics.Publish(1, pubRefused)
+		case <-p.e.done:
+			if p.e.accepted {
+				return packets.CodeSuccess, pubAccepted
 			}
-			if _, ok := state.(*amqp.StateAccepted); !ok || err != nil {
-				b.Log.Info("publish not accepted by the router", "client", cl.ID, "state", fmt.Sprintf("%T", state), "error", err)
-				if cl.Properties.ProtocolVersion != 5 {
-					cl.Stop(fmt.Errorf("publish not accepted by the router"))
-					return
-				}
-				code = packets.ErrUnspecifiedError
-			}
-			_ = cl.WritePacket(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback},
-				PacketID: p.id, ReasonCode: code.Code})
+			return packets.Code{Code: p.e.code}, pubRefused
+		case <-ctx.Done():
+			return packets.ErrUnspecifiedError, pubFailed
 		}
+	}
+	state, err := p.receipt.Wait(ctx)
+	if err != nil {
+		return ackCode(err), sendOutcome(err)
+	}
+	if _, ok := state.(*amqp.StateAccepted); !ok {
+		return packets.ErrUnspecifiedError, pubRefused
+	}
+	return packets.CodeSuccess, pubAccepted
+}
+
+// ackLoop writes PUBACKs / PUBRECs in the order of the publishes, each
+// after the router's outcome: accepted -> success (a QoS 2 id is then
+// remembered until its PUBREL); else MQTT 5 its reason code, MQTT 3.1.1 no
+// acknowledgement and the connection closed (the client resends on
+// reconnect). After the client went away it still records the outcomes
+// (a QoS 2 resend on the next connection must find them), until cs.acks
+// is closed and empty.
+func (b *Bridge) ackLoop(cl *mqtt.Client, l *link, cs *connState) {
+	defer close(cs.drained)
+	stopped := false
+	for p := range cs.acks {
+		code, outcome := b.outcome(cs, p)
+		if p.qos == 2 && !p.dup {
+			l.in.settle(p.id, p.e, code == packets.CodeSuccess, code.Code)
+		}
+		if !p.dup {
+			b.Metrics.Publish(p.qos, outcome) // before the acknowledgement: a client that has it sees the count
+		}
+		if stopped {
+			continue
+		}
+		if code != packets.CodeSuccess {
+			b.Log.Info("publish not accepted by the router", "client", cl.ID, "qos", p.qos, "outcome", outcome,
+				"reason", fmt.Sprintf("0x%02x", code.Code))
+			if cl.Properties.ProtocolVersion != 5 {
+				cl.Stop(fmt.Errorf("publish not accepted by the router"))
+				stopped = true
+				continue
+			}
+		}
+		_ = cl.WritePacket(packets.Packet{FixedHeader: packets.FixedHeader{Type: ackType(p.qos)},
+			PacketID: p.id, ReasonCode: code.Code})
 	}
 }
 
@@ -189,12 +272,12 @@ func qosOf(m *amqp.Message, granted byte) byte {
 	return q
 }
 
-// receive delivers what an address's receiver gets to the client: QoS 0
-// written and accepted; QoS 1 accepted on the router only when the client's
-// PUBACK came (OnQosComplete); the receiver's credit (receive_maximum)
+// receive delivers what an address's receiver gets to the session's
+// connection (session.go): QoS 0 written and accepted; QoS 1 accepted on
+// the router only when the client's PUBACK came (OnQosComplete), QoS 2 at
+// its PUBREC (bridge.go pubrec); the receiver's credit (receive_maximum)
 // bounds the unacknowledged ones.
-func (b *Bridge) receive(cl *mqtt.Client, l *link, r *amqp.Receiver, m *amqp.Message, granted byte, rap bool) {
-	topic := r.Address()
+func (b *Bridge) receive(l *link, r *amqp.Receiver, m *amqp.Message, granted byte, rap bool) {
 	for {
 		if m == nil {
 			var err error
@@ -202,45 +285,61 @@ func (b *Bridge) receive(cl *mqtt.Client, l *link, r *amqp.Receiver, m *amqp.Mes
 				return
 			}
 		}
-		out := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: qosOf(m, granted)},
-			TopicName: topic, Payload: payload(m), Created: time.Now().Unix()}
-		out.FixedHeader.Retain = rap && retainFlag(m)
-		if out.FixedHeader.Qos == 0 {
-			if cl.WritePacket(out) == nil {
-				b.Metrics.Delivered(0)
-			}
-			_ = r.AcceptMessage(l.ctx, m)
-			m = nil
-			continue
-		}
-		id, err := cl.NextPacketID()
-		if err != nil {
-			_ = r.ReleaseMessage(l.ctx, m)
-			m = nil
-			continue
-		}
-		out.PacketID = uint16(id)
-		cl.State.Inflight.Set(out)
-		l.mu.Lock()
-		l.deliveries[out.PacketID] = delivery{r: r, m: m}
-		l.mu.Unlock()
-		if err := cl.WritePacket(out); err != nil {
-			cl.State.Inflight.Delete(out.PacketID)
-			l.mu.Lock()
-			delete(l.deliveries, out.PacketID)
-			l.mu.Unlock()
-			_ = r.ReleaseMessage(l.ctx, m)
-		} else {
-			b.Metrics.Delivered(1)
-		}
+		b.deliver(l, r, m, granted, rap)
 		m = nil
 	}
 }
 
-// OnQosComplete: the client's PUBACK settles the AMQP delivery.
+// deliver one message to the session's connection. A QoS 1 / 2 message
+// that cannot be written because the client is gone while its session
+// stays is kept in that client's in-flight messages, unsettled: mochi
+// hands them to the next connection of the session and resends them.
+func (b *Bridge) deliver(l *link, r *amqp.Receiver, m *amqp.Message, granted byte, rap bool) {
+	cl := l.owned()
+	if cl == nil {
+		_ = r.ReleaseMessage(context.Background(), m)
+		return
+	}
+	defer l.dmu.RUnlock()
+	out := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: qosOf(m, granted)},
+		TopicName: r.Address(), Payload: payload(m), Created: time.Now().Unix()}
+	out.FixedHeader.Retain = rap && retainFlag(m)
+	if out.FixedHeader.Qos == 0 {
+		if cl.WritePacket(out) == nil {
+			b.Metrics.Delivered(0)
+		}
+		_ = r.AcceptMessage(l.ctx, m)
+		return
+	}
+	id, err := cl.NextPacketID()
+	if err != nil {
+		_ = r.ReleaseMessage(l.ctx, m)
+		return
+	}
+	out.PacketID = uint16(id)
+	cl.State.Inflight.Set(out)
+	l.mu.Lock()
+	l.deliveries[out.PacketID] = delivery{r: r, m: m}
+	l.mu.Unlock()
+	if err := cl.WritePacket(out); err == nil {
+		b.Metrics.Delivered(out.FixedHeader.Qos)
+		return
+	}
+	if cl.Closed() && !expires(cl) {
+		return // kept for the session's next connection
+	}
+	cl.State.Inflight.Delete(out.PacketID)
+	l.mu.Lock()
+	delete(l.deliveries, out.PacketID)
+	l.mu.Unlock()
+	_ = r.ReleaseMessage(l.ctx, m)
+}
+
+// OnQosComplete: the client's PUBACK settles the AMQP delivery (a QoS 2
+// delivery was settled at its PUBREC).
 func (b *Bridge) OnQosComplete(cl *mqtt.Client, pk packets.Packet) {
 	l := b.linkOf(cl)
-	if l == nil {
+	if l == nil || pk.FixedHeader.Type != packets.Puback {
 		return
 	}
 	l.mu.Lock()
@@ -252,24 +351,41 @@ func (b *Bridge) OnQosComplete(cl *mqtt.Client, pk packets.Packet) {
 	}
 }
 
-// OnDisconnect closes the client's AMQP connection: unacknowledged
-// deliveries go back to the router (released), the user's slot is freed.
-// A due will (willDue) keeps the connection, its receivers closed, until
-// the will was sent or cancelled (will.go).
+// OnDisconnect: the publishes waiting for the router get their outcome
+// first (at most the router timeout; QoS 2 ids are recorded in the
+// session). A session that stays (session.go) keeps its AMQP connection;
+// else it is closed: unacknowledged deliveries go back to the router
+// (released). A due will (willDue) is sent on the client's connection, kept
+// open, its receivers closed, until the will was sent or cancelled
+// (will.go); on a connection of its own when the session stays.
 func (b *Bridge) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 	b.mu.Lock()
-	l := b.links[cl]
+	l, cs := b.links[cl], b.conns[cl]
 	delete(b.links, cl)
+	delete(b.conns, cl)
 	b.mu.Unlock()
-	if l == nil {
+	if l == nil || cs == nil {
 		return
 	}
 	b.release(l.user)
-	b.Log.Info("disconnected", "client", cl.ID, "user", l.user, "error", err)
-	close(l.done)
-	l.cancel()
-	if l.will == nil || !willDue(err, cl.StopCause()) {
-		_ = l.conn.Close()
+	close(cs.done)
+	close(cs.acks)
+	t := time.AfterFunc(b.Timeout, cs.stopWait)
+	<-cs.drained
+	t.Stop()
+	cs.stopWait()
+	keep := b.detach(cl, l, expire)
+	b.Log.Info("disconnected", "client", cl.ID, "user", l.user, "session_kept", keep, "error", err)
+	if cs.will == nil || !willDue(err, cl.StopCause()) {
+		if !keep {
+			b.closeLink(l)
+		}
+		return
+	}
+	if keep {
+		if wl := b.willLink(cl, l); wl != nil {
+			b.goneWithWill(cl, wl, cs.will)
+		}
 		return
 	}
 	l.mu.Lock()
@@ -284,5 +400,6 @@ func (b *Bridge) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 	}
 	l.mu.Unlock()
 	closeAll(rs) // nothing more is routed to a gone client
-	b.goneWithWill(cl, l, l.will)
+	l.cancel()
+	b.goneWithWill(cl, l, cs.will)
 }

@@ -85,9 +85,11 @@ func main() {
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumPacketSize = uint32(*c.MaxPacketSize)
 	caps.ReceiveMaximum = uint16(*c.ReceiveMaximum)
-	caps.MaximumQos = 1
+	caps.MaximumQos = 2
 	caps.SharedSubAvailable = 0
-	caps.MaximumSessionExpiryInterval = 0
+	// mochi keeps an offline session's client (subscriptions, in-flight
+	// messages) this long and then calls OnClientExpired (session.go)
+	caps.MaximumSessionExpiryInterval = uint32(*c.MaxSessionExpiry)
 	// mochi's own logs go through the same filter: errors only ("info"; its
 	// warnings are every closed connection), everything with "debug"
 	mlevel := slog.LevelError

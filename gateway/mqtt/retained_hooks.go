@@ -44,7 +44,7 @@ func (b *Bridge) startSubscription(cl *mqtt.Client, l *link, f packets.Subscript
 		b.forgetReads(cl, f.Filter)
 	}
 	for _, r := range rs {
-		go b.receive(cl, l, r.r, r.first, granted, rap)
+		go b.receive(l, r.r, r.first, granted, rap)
 	}
 }
 

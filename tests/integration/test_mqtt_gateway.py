@@ -385,13 +385,22 @@ def test_connections_per_user_are_limited(env):
     assert Mqtt(env, "bob", "bob-pw").connack == 0
 
 
-def test_qos2_publish_is_refused(env):
-    c = Mqtt(env, "alice", "secret-a")
-    c.publish("q1", b"exactly once?", qos=2)
-    assert wait_for(lambda: not c.connected)
-    assert c.disconnect_rc.value == 0x9B, c.disconnect_rc
-    out = mosquitto("mosquitto_pub", env, "alice", "secret-a", "-t", "q1", "-q", "2", "-m", "exactly once?")
-    assert out.returncode != 0, out.stdout  # MQTT 3.1.1: the connection is closed
+def test_qos2_publish_is_accepted_and_forwarded_once(env):
+    """QoS 2 (test_mqtt_sessions.py has the reconnects): MQTT 5 paho and
+    3.1.1 mosquitto_pub complete the handshake, the AMQP consumer gets one
+    copy of each."""
+    consumer = Consumer(env, "q1")
+    try:
+        c = Mqtt(env, "alice", "secret-a")
+        assert c.puback(c.publish("q1", b"exactly once 5", qos=2)).value == 0
+        out = mosquitto("mosquitto_pub", env, "alice", "secret-a", "-t", "q1", "-q", "2", "-m", "exactly once 3")
+        assert out.returncode == 0, out.stdout
+        consumer.wait(2)
+        time.sleep(0.3)
+        assert sorted(bytes(m.body) for m in consumer.messages) == [b"exactly once 3", b"exactly once 5"]
+        assert all(m.annotations[mapping.ANNOTATION_QOS] == 2 and m.durable for m in consumer.messages)
+    finally:
+        consumer.stop()
 
 
 def test_sighup_reads_new_addresses_without_dropping_clients(env):

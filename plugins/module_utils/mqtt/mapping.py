@@ -21,9 +21,18 @@ Rules:
   side (another gateway, an AMQP client) can see them. A message from AMQP
   is delivered with min(its QoS, the subscription's); without the
   annotation its QoS is 1 when durable, else 0.
+* QoS 2 from MQTT: acknowledged (PUBREC) only after the router accepted the
+  message; its packet id is kept in the session until the client's PUBREL,
+  and a PUBLISH resent with a kept id is not forwarded again. QoS 2 to MQTT:
+  the AMQP delivery is accepted at the client's PUBREC. (The gateway,
+  gateway/mqtt/qos2.go.)
 * A session is persistent with MQTT 3.1.1 ``clean session`` off, with MQTT 5
   when the session expiry interval is not 0; it lives at most
-  ``max_session_expiry`` seconds.
+  ``max_session_expiry`` seconds. A persistent session keeps its
+  subscriptions and its unacknowledged QoS 1 / 2 messages while the client
+  is away; a connection of the same client id and user with clean start off
+  takes it over, one of another user is refused. (The gateway,
+  gateway/mqtt/session.go; within one gateway instance so far.)
 """
 
 from __future__ import absolute_import, division, print_function
