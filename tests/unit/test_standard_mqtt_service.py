@@ -173,6 +173,9 @@ def test_applying_stops_at_the_first_error_so_no_queue_goes_before_its_values_mo
         raise RuntimeError("the new broker did not accept")
 
     class J(object):
+        def read(self, pattern, attrs):
+            return {pattern: {"MessageCount": 7}}
+
         def execute(self, mbean, op, *args):
             done.append((op.split("(")[0], mq.retained_queue_name(args)))
 
@@ -231,3 +234,30 @@ def test_the_service_port_is_no_other_spaces(tmp_path):
 def test_kinds_read_the_linkroutes_only_with_the_service():
     assert mq.kinds(("vhost",), None) == ("vhost",)
     assert mq.kinds(("vhost",), {"port": 1}) == ("vhost", "linkRoute")
+
+
+def test_a_copy_that_got_fewer_messages_than_the_queue_counted_destroys_nothing(monkeypatch):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.standard import mover
+    done = []
+
+    class J(object):
+        def read(self, pattern, attrs):
+            assert attrs == ["MessageCount"] and 'queue="$mqtt/s/retained"' in pattern
+            return {pattern: {"MessageCount": 3}}
+
+        def execute(self, mbean, op, *args):
+            done.append(op.split("(")[0])
+
+    class S(object):
+        infra = {}
+        brokers = {"b1": {"broker_name": "b1"}, "b2": {"broker_name": "b2"}}
+
+        def jolokia(self, b):
+            return J()
+    requests = mq.broker_queue_requests(None, "s", "b1", "b2", {"b1": RIGHT, "b2": RIGHT})
+    monkeypatch.setattr(mover, "copy_queue", lambda *a, **kw: 2)
+    assert mq.apply_broker_requests(S(), requests) == [
+        "broker 'b1': move: copied 2 of the 3 messages of $mqtt/s/retained to b2:$mqtt/s/retained"]
+    assert done == []
+    monkeypatch.setattr(mover, "copy_queue", lambda *a, **kw: 3)
+    assert mq.apply_broker_requests(S(), requests) == [] and done == ["destroyQueue", "deleteAddress"]

@@ -36,6 +36,7 @@ try:
 except ImportError:  # Python 2 (ansible-test's import sanity)
     from urllib import quote
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ServiceError
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as _ent
 
 SERVICE_USER = "mqtt-gateway"
@@ -229,17 +230,31 @@ def broker_queue_requests(service, space, old_broker, new_broker, present, rebui
     return out
 
 
+def queue_count(service, broker, queue):
+    """The message count of ``queue`` on ``broker`` (Jolokia)."""
+    from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as _client
+    pattern = "%s,subcomponent=queues,routing-type=*,queue=%s" % (
+        _client.address_mbean(service.brokers[broker]["broker_name"], queue), _client.quote_mbean_value(queue))
+    return sum(int(a.get("MessageCount") or 0) for a in (service.jolokia(broker).read(pattern, ["MessageCount"])
+                                                          or {}).values())
+
+
 def apply_broker_requests(service, requests, idle=1.0):
     """Run the operations in order, stopping at the first error (what
-    follows may destroy a queue whose values did not move); returns the
-    error messages."""
+    follows may destroy a queue whose values did not move); a move that
+    copied fewer messages than the queue counted before it is an error.
+    Returns the error messages."""
     from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.client import broker_mbean
     from ansible_collections.enmasse.messaging.plugins.module_utils.standard import mover
     for b, op, args in requests:
         try:
             if op == MOVE:
-                mover.copy_queue(service, b, args[0], args[1], args[2], timeout=service.infra.get("timeout") or 30,
-                                 idle=idle)
+                count = queue_count(service, b, args[0])
+                copied = mover.copy_queue(service, b, args[0], args[1], args[2],
+                                          timeout=service.infra.get("timeout") or 30, idle=idle)
+                if copied < count:  # the read ended early: the queue stays, the next run copies again
+                    raise ServiceError("copied %d of the %d messages of %s to %s:%s" % (
+                        copied, count, args[0], args[1], args[2]))
             else:
                 service.jolokia(b).execute(broker_mbean(service.brokers[b]["broker_name"]), op, *args)
         except Exception as e:  # pylint: disable=broad-except
