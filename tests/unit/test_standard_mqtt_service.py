@@ -77,12 +77,12 @@ def test_the_queue_leaves_a_draining_broker(tmp_path):
 def test_broker_operations_are_idempotent_and_move_or_remove_the_queue():
     assert mq.broker_queue_requests(None, "s", "b1", "b1", {"b1": True}) == []
     create = mq.broker_queue_requests(None, "s", None, "b1", {"b1": False})
-    assert [(b, op.split("(")[0]) for b, op, unused in create] == [("b1", "createAddress"), ("b1", "createQueue")]
+    assert [(b, op.split("(", 1)[0]) for b, op, unused in create] == [("b1", "createAddress"), ("b1", "createQueue")]
     spec = json.loads(create[1][2][0])
     assert spec == {"name": "$mqtt/s/retained", "address": "$mqtt/s/retained", "routing-type": "ANYCAST",
                     "durable": True, "last-value-key": "mqtt_topic", "non-destructive": True}
     gone = mq.broker_queue_requests(None, "s", "b1", None, {"b1": True})
-    assert [op.split("(")[0] for unused, op, unused2 in gone] == ["destroyQueue", "deleteAddress"]
+    assert [op.split("(", 1)[0] for unused, op, unused2 in gone] == ["destroyQueue", "deleteAddress"]
 
 
 Q = "$mqtt/s/retained"
@@ -91,7 +91,7 @@ RIGHT = {"routing-type": "ANYCAST", "durable": True, "last-value-key": "mqtt_top
 
 
 def ops(requests):
-    return [(b, op.split("(")[0], args[0] if op == mq.MOVE or not args[0].startswith("{") else json.loads(args[0])["name"])
+    return [(b, op.split("(", 1)[0], args[0] if op == mq.MOVE or not args[0].startswith("{") else json.loads(args[0])["name"])
             + (tuple(args[1:]) if op == mq.MOVE else ()) for b, op, args in requests]
 
 
@@ -177,7 +177,7 @@ def test_applying_stops_at_the_first_error_so_no_queue_goes_before_its_values_mo
             return {pattern: {"MessageCount": 7}}
 
         def execute(self, mbean, op, *args):
-            done.append((op.split("(")[0], mq.retained_queue_name(args)))
+            done.append((op.split("(", 1)[0], mq.retained_queue_name(args)))
 
     class S(object):
         infra = {"timeout": 5}
@@ -246,7 +246,7 @@ def test_a_copy_that_got_fewer_messages_than_the_queue_counted_destroys_nothing(
             return {pattern: {"MessageCount": 3}}
 
         def execute(self, mbean, op, *args):
-            done.append(op.split("(")[0])
+            done.append(op.split("(", 1)[0])
 
     class S(object):
         infra = {}

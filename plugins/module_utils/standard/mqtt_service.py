@@ -177,9 +177,9 @@ def broker_queue_state(service, broker, space, queue=None):
 
 
 def _create(broker, name, space):
+    spec = json.dumps(dict(queue_spec(space), name=name, address=name))
     return [(broker, "createAddress(java.lang.String,java.lang.String)", [name, "ANYCAST"]),
-            (broker, "createQueue(java.lang.String,boolean)", [json.dumps(dict(queue_spec(space), name=name,
-                                                                                 address=name)), True])]
+            (broker, "createQueue(java.lang.String,boolean)", [spec, True])]
 
 
 def _destroy(broker, name):
@@ -235,8 +235,8 @@ def queue_count(service, broker, queue):
     from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as _client
     pattern = "%s,subcomponent=queues,routing-type=*,queue=%s" % (
         _client.address_mbean(service.brokers[broker]["broker_name"], queue), _client.quote_mbean_value(queue))
-    return sum(int(a.get("MessageCount") or 0) for a in (service.jolokia(broker).read(pattern, ["MessageCount"])
-                                                          or {}).values())
+    found = service.jolokia(broker).read(pattern, ["MessageCount"]) or {}
+    return sum(int(a.get("MessageCount") or 0) for a in found.values())
 
 
 def apply_broker_requests(service, requests, idle=1.0):
@@ -287,8 +287,8 @@ def status(service, space, record, live_routers, router_status, queue_present):
         msgs.append("broker %r lacks the queue %s" % (record["broker"], retained_queue(space)))
     elif isinstance(queue_present, dict):
         for k, (live, want) in sorted(settings_diff(space, queue_present).items()):
-            msgs.append("broker %r: queue %s has %s %r, not %r" % (record["broker"], retained_queue(space), k,
-                                                                  live, want))
+            msgs.append("broker %r: queue %s has %s %r, not %r"
+                        % (record["broker"], retained_queue(space), k, live, want))
     return {"realm": realm(space), "user": SERVICE_USER, "queue": retained_queue(space), "broker": record["broker"],
             "prefix": prefix(space), "ready": not msgs, "messages": msgs,
             "endpoints": [{"name": "mqtt-service-%s" % r["id"], "host": r.get("host") or r["id"],
