@@ -9,7 +9,8 @@ and the last-value queue ``$mqtt/<space>/retained``), the service realm's users
 file made by the auth_service role's filter, the auth service, two gateway
 binaries of the same space (one per router, configured from the space's
 ``mqtt_service`` status as the mqtt_gateway role is), paho-mqtt and Debian's
-mosquitto_sub. One environment for the module."""
+mosquitto_sub. One environment for the module; its second pool broker takes
+the retained queue when the first is drained (the last test)."""
 import json
 import os
 import subprocess
@@ -117,7 +118,8 @@ def env(tmp_path_factory):
     if prefix is None:
         pytest.fail(why)
     root = str(tmp_path_factory.mktemp("mqtt-retained"))
-    std = StandardEnv(str(tmp_path_factory.mktemp("std")), prefix, routers=2, brokers=1)
+    # two pool brokers: the retained queue on the first (the tie), the second takes it when the first drains
+    std = StandardEnv(str(tmp_path_factory.mktemp("std")), prefix, routers=2, brokers=2)
     # the gateways serving the spaces, as site.yml writes them (playbooks/vars/mqtt.yml)
     std.mqtt_gateways = [{"host": "127.0.0.1", "spaces": [{"name": SPACE, "tls_port": 8883},
                                                           {"name": OTHER, "tls_port": 8884}]}]
@@ -175,6 +177,15 @@ def retain(env, topic, payload, gw=0, version=5):
     mid = c.c.publish(topic, payload, qos=1, retain=True).mid
     rc = c.puback(mid)
     assert rc is not None and getattr(rc, "value", rc) == 0, rc
+    c.close()
+
+
+def retain_many(env, values, gw=0):
+    """Retained publishes of [(topic, payload)] in order over one connection, each PUBACKed (stored)."""
+    c = client(env, gw)
+    for topic, payload in values:
+        rc = c.puback(c.c.publish(topic, payload, qos=1, retain=True).mid)
+        assert rc is not None and getattr(rc, "value", rc) == 0, (topic, rc)
     c.close()
 
 
@@ -440,3 +451,102 @@ def test_removing_the_mqtt_endpoint_removes_the_service(env):
     assert make_space(std, OTHER).result["changed"] is False
     # space-a is untouched
     assert RETAINED in queue_names(env) and all(len(n) == 5 for n in router_names(env, SPACE).values())
+
+
+# ------------------------------------------------------------- the queue's settings, and a drain of its broker
+
+def queue_state(env, broker, queue=RETAINED):
+    """The queue's settings (its configuration as Artemis' updateQueue with
+    the name alone returns it) and message count on ``broker`` (an
+    ArtemisBroker), None when absent."""
+    from helpers import broker_mbean
+    j = broker.jolokia()
+    if queue not in (j.read(broker_mbean(broker.name), "QueueNames") or []):
+        return None
+    config = json.loads(broker_op(broker, "updateQueue(java.lang.String)", json.dumps({"name": queue})))
+    count = j.read('org.apache.activemq.artemis:broker="%s",component=addresses,address="%s",subcomponent=queues,'
+                   'routing-type="%s",queue="%s"' % (broker.name, queue, config["routing-type"].lower(), queue),
+                   "MessageCount")
+    return {"routing-type": config["routing-type"], "durable": config["durable"],
+            "last-value-key": config.get("last-value-key"), "non-destructive": config["non-destructive"],
+            "count": count}
+
+
+def broker_op(broker, op, *args):
+    from helpers import broker_mbean
+    return broker.jolokia().execute(broker_mbean(broker.name), op, *args)
+
+
+RIGHT = {"routing-type": "ANYCAST", "durable": True, "last-value-key": "mqtt_topic", "non-destructive": True}
+
+
+def test_a_queue_with_other_settings_is_corrected_keeping_its_values(env):
+    """A queue that is not non-destructive is updated in place (updateQueue);
+    one without the last-value key is made anew, its values kept: it held
+    two messages of t/a, the new one holds t/a's last."""
+    std, b1 = env["std"], env["broker"]
+    broker_op(b1, "updateQueue(java.lang.String)", json.dumps({"name": RETAINED, "non-destructive": False}))
+    assert queue_state(env, b1)["non-destructive"] is False
+    info = run_module("address_space_info", dict(common(std, SPACE), name=SPACE))
+    st = info.result["address_space"]["status"]["mqtt_service"]
+    assert st["ready"] is False and st["messages"] == [
+        "broker 'b1': queue %s has non-destructive False, not True" % RETAINED], st
+    res = make_space(std, SPACE)
+    assert res.rc == 0 and res.result["changed"] is True, res.result
+    assert res.result["changes"]["brokers"] == {"b1": ["updateQueue " + RETAINED]}, res.result["changes"]
+    assert res.result["address_space"]["status"]["mqtt_service"]["ready"] is True
+    assert dict(queue_state(env, b1), count=0) == dict(RIGHT, count=0)
+
+    # a plain durable queue (no last-value key), two values of t/a in it
+    broker_op(b1, "destroyQueue(java.lang.String,boolean,boolean)", RETAINED, True, True)
+    broker_op(b1, "createQueue(java.lang.String,boolean)", json.dumps(
+        {"name": RETAINED, "address": RETAINED, "routing-type": "ANYCAST", "durable": True,
+         "non-destructive": True}), True)
+    retain_many(env, [("t/a", b"older"), ("t/a", b"newest"), ("t/c", b"kept")])
+    assert queue_state(env, b1) == dict(RIGHT, **{"last-value-key": None, "count": 3})
+    res = make_space(std, SPACE)
+    assert res.rc == 0 and res.result["changed"] is True, res.result
+    spare = "$mqtt/space-a/retained-rebuild"
+    assert res.result["changes"]["brokers"] == {"b1": [
+        "createAddress " + spare, "createQueue " + spare, "move %s to b1:%s" % (RETAINED, spare),
+        "destroyQueue " + RETAINED, "deleteAddress " + RETAINED, "createAddress " + RETAINED,
+        "createQueue " + RETAINED, "move %s to b1:%s" % (spare, RETAINED), "destroyQueue " + spare,
+        "deleteAddress " + spare]}, res.result["changes"]
+    assert queue_state(env, b1) == dict(RIGHT, count=2)  # one per topic: t/a's last, t/c
+    assert queue_state(env, b1, spare) is None
+    assert subscribe_and_get(env, "t/a", gw=1) == [("t/a", b"newest", True)]
+
+
+def test_draining_the_queues_broker_moves_every_retained_value_to_the_other(env):
+    """Last (the queue leaves b1): every topic's last value, set over MQTT,
+    is on b2 after b1 is drained, exactly one per topic, and a new subscriber
+    gets them from there; check mode first changes nothing; converged again,
+    nothing changes."""
+    std, b1, b2 = env["std"], env["broker"], env["std"].brokers[1]
+    topics = ["t/a", "t/c", "t/d", "t/e", "t/f", "t/g"]
+    retain_many(env, [(t, b"old " + t.encode()) for t in topics])
+    retain_many(env, [(t, b"last " + t.encode()) for t in topics] + [("t/b", b"")], gw=1)  # t/b: a tombstone
+    want = sorted((t, b"last " + t.encode(), True) for t in topics)
+    std.draining = frozenset([b1.name])
+    std.write_infra()
+    try:
+        checked = make_space(std, SPACE, check_mode=True)
+        assert checked.rc == 0 and checked.result["changed"] is True, checked.result
+        assert checked.result["changes"]["brokers"] == {
+            "b1": ["move %s to b2:%s" % (RETAINED, RETAINED), "destroyQueue " + RETAINED, "deleteAddress " + RETAINED],
+            "b2": ["createAddress " + RETAINED, "createQueue " + RETAINED]}, checked.result["changes"]
+        assert checked.result["diff"]["after"]["mqtt_service"]["broker"] == "b2"
+        assert queue_state(env, b2) is None and queue_state(env, b1)["count"] == len(topics) + 1
+        res = make_space(std, SPACE)
+        assert res.rc == 0 and res.result["changed"] is True, res.result
+        st = res.result["address_space"]["status"]["mqtt_service"]
+        assert st["broker"] == "b2" and st["ready"] is True, st
+        assert queue_state(env, b1) is None
+        assert queue_state(env, b2) == dict(RIGHT, count=len(topics) + 1)  # one per topic, the tombstone too
+        assert sorted(subscribe_and_get(env, "t/+")) == want
+        assert make_space(std, SPACE).result["changed"] is False
+        retain(env, "t/a", b"after the drain", gw=1)  # stored on b2 now
+        assert subscribe_and_get(env, "t/a") == [("t/a", b"after the drain", True)]
+    finally:
+        std.draining = frozenset()
+        std.write_infra()

@@ -77,17 +77,118 @@ def test_the_queue_leaves_a_draining_broker(tmp_path):
 def test_broker_operations_are_idempotent_and_move_or_remove_the_queue():
     assert mq.broker_queue_requests(None, "s", "b1", "b1", {"b1": True}) == []
     create = mq.broker_queue_requests(None, "s", None, "b1", {"b1": False})
-    assert [(b, op.split("(")[0]) for b, op, unused in create] == [("b1", "createAddress"), ("b1", "createQueue")]
+    assert [(b, op.split("(", 1)[0]) for b, op, unused in create] == [("b1", "createAddress"), ("b1", "createQueue")]
     spec = json.loads(create[1][2][0])
     assert spec == {"name": "$mqtt/s/retained", "address": "$mqtt/s/retained", "routing-type": "ANYCAST",
                     "durable": True, "last-value-key": "mqtt_topic", "non-destructive": True}
-    move = mq.broker_queue_requests(None, "s", "b1", "b2", {"b1": True, "b2": False})
-    assert [(b, op.split("(")[0]) for b, op, unused in move] == [
-        ("b1", "destroyQueue"), ("b1", "deleteAddress"), ("b2", "createAddress"), ("b2", "createQueue")]
     gone = mq.broker_queue_requests(None, "s", "b1", None, {"b1": True})
-    assert [op.split("(")[0] for unused, op, unused2 in gone] == ["destroyQueue", "deleteAddress"]
-    assert mq.describe(move) == {"b1": ["destroyQueue $mqtt/s/retained", "deleteAddress $mqtt/s/retained"],
-                                 "b2": ["createAddress $mqtt/s/retained", "createQueue $mqtt/s/retained"]}
+    assert [op.split("(", 1)[0] for unused, op, unused2 in gone] == ["destroyQueue", "deleteAddress"]
+
+
+Q = "$mqtt/s/retained"
+SPARE = "$mqtt/s/retained-rebuild"
+RIGHT = {"routing-type": "ANYCAST", "durable": True, "last-value-key": "mqtt_topic", "non-destructive": True}
+
+
+def ops(requests):
+    return [(b, op.split("(", 1)[0], args[0] if op == mq.MOVE or not args[0].startswith("{") else json.loads(args[0])["name"])
+            + (tuple(args[1:]) if op == mq.MOVE else ()) for b, op, args in requests]
+
+
+def test_a_drain_copies_the_values_to_the_new_broker_before_the_old_queue_goes():
+    move = mq.broker_queue_requests(None, "s", "b1", "b2", {"b1": dict(RIGHT), "b2": None})
+    assert ops(move) == [("b2", "createAddress", Q), ("b2", "createQueue", Q), ("b1", "move", Q, "b2", Q),
+                         ("b1", "destroyQueue", Q), ("b1", "deleteAddress", Q)]
+    assert mq.describe(move) == {"b1": ["move %s to b2:%s" % (Q, Q), "destroyQueue " + Q, "deleteAddress " + Q],
+                                 "b2": ["createAddress " + Q, "createQueue " + Q]}
+    # interrupted after the copy, before the destroy: the new queue is there, the copy is made again (last value
+    # per topic: it replaces, never duplicates), then the old queue goes
+    again = mq.broker_queue_requests(None, "s", "b1", "b2", {"b1": dict(RIGHT), "b2": dict(RIGHT)})
+    assert ops(again) == [("b1", "move", Q, "b2", Q), ("b1", "destroyQueue", Q), ("b1", "deleteAddress", Q)]
+    # finished: nothing
+    assert mq.broker_queue_requests(None, "s", "b1", "b2", {"b1": None, "b2": dict(RIGHT)}) == []
+
+
+def test_the_settings_are_read_from_the_queues_configuration():
+    # what Artemis 2.40's updateQueue returned for the queue made from queue_spec (its "last-value" is the
+    # legacy flag: false with a key)
+    config = {"id": 9, "name": "$mqtt/s/retained", "routing-type": "ANYCAST", "durable": True, "last-value": False,
+              "last-value-key": "mqtt_topic", "non-destructive": True, "max-consumers": -1}
+    live = mq.live_settings(config)
+    assert live == RIGHT and mq.settings_diff("s", live) == {}
+    plain = mq.live_settings({"routing-type": "MULTICAST", "durable": False, "non-destructive": False})
+    assert mq.settings_diff("s", plain) == {"durable": (False, True), "last-value-key": (None, "mqtt_topic"),
+                                            "non-destructive": (False, True),
+                                            "routing-type": ("MULTICAST", "ANYCAST")}
+
+
+def test_a_setting_updatequeue_changes_is_updated_in_place():
+    wrong = dict(RIGHT, **{"non-destructive": False})
+    req = mq.broker_queue_requests(None, "s", "b1", "b1", {"b1": wrong})
+    assert ops(req) == [("b1", "updateQueue", Q)]
+    assert json.loads(req[0][2][0]) == dict(RIGHT, name=Q, address=Q)
+
+
+@pytest.mark.parametrize("setting,value", [("last-value-key", None), ("last-value-key", "other"),
+                                           ("durable", False), ("routing-type", "MULTICAST")])
+def test_other_settings_make_the_queue_anew_through_the_rebuild_queue(setting, value):
+    wrong = dict(RIGHT, **{setting: value})
+    req = mq.broker_queue_requests(None, "s", "b1", "b1", {"b1": wrong}, {"b1": False})
+    assert ops(req) == [("b1", "createAddress", SPARE), ("b1", "createQueue", SPARE), ("b1", "move", Q, "b1", SPARE),
+                        ("b1", "destroyQueue", Q), ("b1", "deleteAddress", Q), ("b1", "createAddress", Q),
+                        ("b1", "createQueue", Q), ("b1", "move", SPARE, "b1", Q), ("b1", "destroyQueue", SPARE),
+                        ("b1", "deleteAddress", SPARE)]
+    assert json.loads(req[1][2][0]) == dict(RIGHT, name=SPARE, address=SPARE)  # a last-value queue too
+    assert json.loads(req[6][2][0]) == dict(RIGHT, name=Q, address=Q)
+
+
+def test_an_interrupted_rebuild_is_finished_by_the_next_run():
+    wrong = dict(RIGHT, durable=False)
+    # after the copy to the rebuild queue, before the destroy: copied again (replaces), then as before
+    assert ops(mq.broker_queue_requests(None, "s", "b1", "b1", {"b1": wrong}, {"b1": True}))[:3] == [
+        ("b1", "move", Q, "b1", SPARE), ("b1", "destroyQueue", Q), ("b1", "deleteAddress", Q)]
+    # after the destroy: the queue is made, the values come back, the rebuild queue goes
+    assert ops(mq.broker_queue_requests(None, "s", "b1", "b1", {"b1": None}, {"b1": True})) == [
+        ("b1", "createAddress", Q), ("b1", "createQueue", Q), ("b1", "move", SPARE, "b1", Q),
+        ("b1", "destroyQueue", SPARE), ("b1", "deleteAddress", SPARE)]
+    # after the queue was made: the values come back
+    assert ops(mq.broker_queue_requests(None, "s", "b1", "b1", {"b1": dict(RIGHT)}, {"b1": True})) == [
+        ("b1", "move", SPARE, "b1", Q), ("b1", "destroyQueue", SPARE), ("b1", "deleteAddress", SPARE)]
+    # a rebuild left on a broker being drained: its values go to the new broker too
+    assert ops(mq.broker_queue_requests(None, "s", "b1", "b2", {"b1": None, "b2": dict(RIGHT)},
+                                        {"b1": True, "b2": False})) == [
+        ("b1", "move", SPARE, "b2", Q), ("b1", "destroyQueue", SPARE), ("b1", "deleteAddress", SPARE)]
+    # removal: nothing is copied
+    assert ops(mq.broker_queue_requests(None, "s", "b1", None, {"b1": dict(RIGHT)}, {"b1": True})) == [
+        ("b1", "destroyQueue", Q), ("b1", "deleteAddress", Q), ("b1", "destroyQueue", SPARE),
+        ("b1", "deleteAddress", SPARE)]
+
+
+def test_applying_stops_at_the_first_error_so_no_queue_goes_before_its_values_moved(monkeypatch):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.standard import mover
+    done = []
+
+    def copy(service, broker, queue, to, to_queue, timeout, idle):
+        done.append(("move", broker, queue, to, to_queue))
+        raise RuntimeError("the new broker did not accept")
+
+    class J(object):
+        def read(self, pattern, attrs):
+            return {pattern: {"MessageCount": 7}}
+
+        def execute(self, mbean, op, *args):
+            done.append((op.split("(", 1)[0], mq.retained_queue_name(args)))
+
+    class S(object):
+        infra = {"timeout": 5}
+        brokers = {"b1": {"broker_name": "b1"}, "b2": {"broker_name": "b2"}}
+
+        def jolokia(self, b):
+            return J()
+    monkeypatch.setattr(mover, "copy_queue", copy)
+    errors = mq.apply_broker_requests(S(), mq.broker_queue_requests(None, "s", "b1", "b2", {"b1": RIGHT, "b2": None}))
+    assert errors == ["broker 'b1': move: the new broker did not accept"]
+    assert done == [("createAddress", Q), ("createQueue", Q), ("move", "b1", Q, "b2", Q)]  # b1's queue stays
 
 
 def test_the_status_names_what_is_missing(tmp_path):
@@ -104,6 +205,11 @@ def test_the_status_names_what_is_missing(tmp_path):
         "broker 'b1' lacks the queue $mqtt/s/retained"]
     assert [(e["name"], e["port"]) for e in st["endpoints"]] == [("mqtt-service-r1", 5710), ("mqtt-service-r2", 5810)]
     assert mq.status(s, "s", None, live, status, True) is None
+    full = dict((r, dict((n, {}) for n in names)) for r in ("r1", "r2"))
+    wrong = mq.status(s, "s", rec, full, {}, dict(RIGHT, durable=False))
+    assert wrong["ready"] is False and wrong["messages"] == [
+        "broker 'b1': queue $mqtt/s/retained has durable False, not True"]
+    assert mq.status(s, "s", rec, full, {}, dict(RIGHT))["ready"] is True
 
 
 def test_space_level_entities_carry_the_service_only_when_recorded(tmp_path):
@@ -128,3 +234,30 @@ def test_the_service_port_is_no_other_spaces(tmp_path):
 def test_kinds_read_the_linkroutes_only_with_the_service():
     assert mq.kinds(("vhost",), None) == ("vhost",)
     assert mq.kinds(("vhost",), {"port": 1}) == ("vhost", "linkRoute")
+
+
+def test_a_copy_that_got_fewer_messages_than_the_queue_counted_destroys_nothing(monkeypatch):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.standard import mover
+    done = []
+
+    class J(object):
+        def read(self, pattern, attrs):
+            assert attrs == ["MessageCount"] and 'queue="$mqtt/s/retained"' in pattern
+            return {pattern: {"MessageCount": 3}}
+
+        def execute(self, mbean, op, *args):
+            done.append(op.split("(", 1)[0])
+
+    class S(object):
+        infra = {}
+        brokers = {"b1": {"broker_name": "b1"}, "b2": {"broker_name": "b2"}}
+
+        def jolokia(self, b):
+            return J()
+    requests = mq.broker_queue_requests(None, "s", "b1", "b2", {"b1": RIGHT, "b2": RIGHT})
+    monkeypatch.setattr(mover, "copy_queue", lambda *a, **kw: 2)
+    assert mq.apply_broker_requests(S(), requests) == [
+        "broker 'b1': move: copied 2 of the 3 messages of $mqtt/s/retained to b2:$mqtt/s/retained"]
+    assert done == []
+    monkeypatch.setattr(mover, "copy_queue", lambda *a, **kw: 3)
+    assert mq.apply_broker_requests(S(), requests) == [] and done == ["destroyQueue", "deleteAddress"]

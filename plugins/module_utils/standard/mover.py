@@ -88,10 +88,14 @@ def connect(broker, timeout):
         raise ClientError("cannot connect to broker %r at %s as %r: %s" % (broker["name"], url, broker["user"], e))
 
 
-def move(step, source, target, timeout=30, idle=2.0, credit=100):
+def move(step, source, target, timeout=30, idle=2.0, credit=100, dedup=True):
     """Move the messages of ``step`` from the open connection ``source`` to
     ``target`` until none arrives for ``idle`` seconds; returns the count.
-    Each is accepted on the source only once the target accepted the copy."""
+    Each is accepted on the source only once the target accepted the copy
+    (from a non-destructive queue accepting removes nothing: a copy).
+    ``dedup`` False: no duplicate-detection id (a last-value queue's copy
+    made again replaces the first; an id remembered by the target from an
+    earlier move would drop a value moved back later)."""
     from proton import Timeout
     moved = 0
     try:
@@ -106,7 +110,10 @@ def move(step, source, target, timeout=30, idle=2.0, credit=100):
                 msg = rcv.receive(timeout=idle)
             except Timeout:
                 break
-            if msg.id is not None:
+            if not dedup:
+                msg.properties = dict(msg.properties or {})
+                msg.properties.pop(DUP_PROPERTY, None)
+            elif msg.id is not None:
                 msg.properties = dict(msg.properties or {})
                 msg.properties[DUP_PROPERTY] = "%s/%s/%s/%s" % (DUP_PREFIX, step["from"], step["source"], msg.id)
             try:
@@ -125,6 +132,29 @@ def move(step, source, target, timeout=30, idle=2.0, credit=100):
             except Exception:  # pylint: disable=broad-except
                 pass
     return moved
+
+
+def _close(*connections):
+    for c in connections:
+        try:
+            if c is not None:
+                c.close()
+        except Exception:  # pylint: disable=broad-except
+            pass
+
+
+def copy_queue(service, broker, queue, to, to_queue, timeout=30, idle=2.0):
+    """Copy every message of the last-value queue ``queue`` on ``broker``
+    to ``to_queue`` on ``to`` (the same broker or another) as ``move`` does,
+    without duplicate-detection ids; returns the count. The MQTT retained
+    values of a standard space (mqtt_service.broker_queue_requests)."""
+    step = {"source": queue, "target": to_queue, "from": broker, "to": to}
+    source, target = connect(service.brokers[broker], timeout), None
+    try:
+        target = connect(service.brokers[to], timeout)
+        return move(step, source, target, timeout=timeout, idle=idle, dedup=False)
+    finally:
+        _close(source, target)
 
 
 def drain(service, infra, broker, check_mode=False, timeout=30, idle=2.0, load_ledger=None, spaces=None):
@@ -154,11 +184,7 @@ def drain(service, infra, broker, check_mode=False, timeout=30, idle=2.0, load_l
                 targets[step["to"]] = connect(service.brokers[step["to"]], timeout)
             step["moved"] = move(step, source, targets[step["to"]], timeout=timeout, idle=idle)
     finally:
-        for c in [source] + list(targets.values()):
-            try:
-                c.close()
-            except Exception:  # pylint: disable=broad-except
-                pass
+        _close(source, *targets.values())
     return {"changed": any(s.get("moved") for s in steps), "moves": steps,
             "messages": sum(s.get("moved", 0) for s in steps)}
 
@@ -227,10 +253,5 @@ def rehome(service, infra, broker, space, address, partition, to, check_mode=Fal
         target = connect(service.brokers[to], timeout)
         step["moved"] = move(step, source, target, timeout=timeout, idle=idle)
     finally:
-        for c in (source, target):
-            try:
-                if c is not None:
-                    c.close()
-            except Exception:  # pylint: disable=broad-except
-                pass
+        _close(source, target)
     return {"changed": step["moved"] > 0, "rehomed": False, "moves": [step], "messages": step["moved"]}

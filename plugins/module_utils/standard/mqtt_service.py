@@ -36,6 +36,7 @@ try:
 except ImportError:  # Python 2 (ansible-test's import sanity)
     from urllib import quote
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ServiceError
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as _ent
 
 SERVICE_USER = "mqtt-gateway"
@@ -135,45 +136,138 @@ def queue_spec(space):
             "last-value-key": LAST_VALUE_KEY, "non-destructive": True}
 
 
-def broker_queue_present(service, broker, space):
-    """Whether the pool broker ``broker`` has the space's retained queue."""
+MOVE = "move"  # a pseudo operation of broker_queue_requests: the mover copies the queue's messages
+# what Artemis' updateQueue(String json) changes on a live queue; the rest needs a new queue
+UPDATABLE = ("non-destructive",)
+UPDATE_QUEUE = "updateQueue(java.lang.String)"
+
+
+def rebuild_queue(space):
+    """Where the retained values wait while their queue is made anew on the
+    same broker (settings updateQueue cannot change)."""
+    return "%s/retained-rebuild" % prefix(space)
+
+
+def live_settings(config):
+    """queue_spec's settings of a queue from its configuration (the JSON
+    Artemis' updateQueue returns)."""
+    return {"routing-type": (config.get("routing-type") or "").upper(), "durable": bool(config.get("durable")),
+            "last-value-key": config.get("last-value-key") or None,
+            "non-destructive": bool(config.get("non-destructive"))}
+
+
+def settings_diff(space, live):
+    """{setting: (live, wanted)} where ``live`` (live_settings) differs from queue_spec."""
+    spec = queue_spec(space)
+    return dict((k, (live.get(k), spec[k])) for k in sorted(live) if live.get(k) != spec[k])
+
+
+def broker_queue_state(service, broker, space, queue=None):
+    """The live settings (live_settings) of the space's retained queue
+    (``queue``: another of its names) on the pool broker ``broker``; None:
+    absent. The queue's MBean has no attribute for non-destructive (Artemis
+    2.40), so its configuration comes from updateQueue with the name alone,
+    which changes nothing and returns it."""
     from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.client import broker_mbean
-    names = service.jolokia(broker).read(broker_mbean(service.brokers[broker]["broker_name"]), "QueueNames")
-    return retained_queue(space) in (names or [])
+    name = queue or retained_queue(space)
+    jolokia, mbean = service.jolokia(broker), broker_mbean(service.brokers[broker]["broker_name"])
+    if name not in (jolokia.read(mbean, "QueueNames") or []):
+        return None
+    return live_settings(json.loads(jolokia.execute(mbean, UPDATE_QUEUE, json.dumps({"name": name}))))
 
 
-def broker_queue_requests(service, space, old_broker, new_broker, present):
-    """The Jolokia operations (broker, operation, arguments) that move the
-    live state to ``new_broker`` holding the queue (None: nowhere).
-    ``present``: {broker: whether it holds the queue now}."""
-    name = retained_queue(space)
+def _create(broker, name, space):
+    spec = json.dumps(dict(queue_spec(space), name=name, address=name))
+    return [(broker, "createAddress(java.lang.String,java.lang.String)", [name, "ANYCAST"]),
+            (broker, "createQueue(java.lang.String,boolean)", [spec, True])]
+
+
+def _destroy(broker, name):
+    return [(broker, "destroyQueue(java.lang.String,boolean,boolean)", [name, True, True]),
+            (broker, "deleteAddress(java.lang.String,boolean)", [name, True])]
+
+
+def _move(broker, name, to, to_name):
+    return [(broker, MOVE, [name, to, to_name])]
+
+
+def broker_queue_requests(service, space, old_broker, new_broker, present, rebuild=None):
+    """The operations (broker, operation, arguments) that bring the live
+    state to ``new_broker`` holding the queue with queue_spec's settings
+    (None: nowhere), in order, never destroying a queue whose values are not
+    copied yet: a Jolokia operation, or ``MOVE`` [queue, to broker, to queue]
+    (the mover copies every message; the queues are last-value, so a copy
+    made again replaces, never duplicates).
+
+    ``present``: {broker: the queue's live settings there (live_settings), or
+    None / False when absent; True: present, settings unknown};
+    ``rebuild``: {broker: whether the rebuild queue is there} (a run
+    interrupted in the middle of a rebuild left it). Each decision is read
+    from the live state, so a run interrupted anywhere is finished by the
+    next one."""
+    name, spare = retained_queue(space), rebuild_queue(space)
+    rebuild = rebuild or {}
     out = []
-    for b in sorted(present):
-        if present[b] and b != new_broker:
-            out.append((b, "destroyQueue(java.lang.String,boolean,boolean)", [name, True, True]))
-            out.append((b, "deleteAddress(java.lang.String,boolean)", [name, True]))
-    if new_broker and not present.get(new_broker):
-        out.append((new_broker, "createAddress(java.lang.String,java.lang.String)", [name, "ANYCAST"]))
-        out.append((new_broker, "createQueue(java.lang.String,boolean)", [json.dumps(queue_spec(space)), True]))
+    if new_broker:
+        live = present.get(new_broker)
+        wrong = settings_diff(space, live) if isinstance(live, dict) else {}
+        remake = bool(set(wrong) - set(UPDATABLE))
+        if remake:  # made anew: its values wait in the rebuild queue, on the same broker
+            out += [] if rebuild.get(new_broker) else _create(new_broker, spare, space)
+            out += _move(new_broker, name, new_broker, spare) + _destroy(new_broker, name)
+        elif wrong:
+            out.append((new_broker, UPDATE_QUEUE, [json.dumps(queue_spec(space))]))
+        if remake or not live:
+            out += _create(new_broker, name, space)
+        if remake or rebuild.get(new_broker):
+            out += _move(new_broker, spare, new_broker, name) + _destroy(new_broker, spare)
+    for b in sorted(set(present) | set(rebuild)):
+        if b == new_broker:
+            continue
+        for queue, there in ((name, present.get(b)), (spare, rebuild.get(b))):
+            if there:  # the values go first, then the queue
+                out += (_move(b, queue, new_broker, name) if new_broker else []) + _destroy(b, queue)
     return out
 
 
-def apply_broker_requests(service, requests):
-    """Run the operations; returns the error messages."""
+def queue_count(service, broker, queue):
+    """The message count of ``queue`` on ``broker`` (Jolokia)."""
+    from ansible_collections.enmasse.messaging.plugins.module_utils.artemis import client as _client
+    pattern = "%s,subcomponent=queues,routing-type=*,queue=%s" % (
+        _client.address_mbean(service.brokers[broker]["broker_name"], queue), _client.quote_mbean_value(queue))
+    found = service.jolokia(broker).read(pattern, ["MessageCount"]) or {}
+    return sum(int(a.get("MessageCount") or 0) for a in found.values())
+
+
+def apply_broker_requests(service, requests, idle=1.0):
+    """Run the operations in order, stopping at the first error (what
+    follows may destroy a queue whose values did not move); a move that
+    copied fewer messages than the queue counted before it is an error.
+    Returns the error messages."""
     from ansible_collections.enmasse.messaging.plugins.module_utils.artemis.client import broker_mbean
-    errors = []
+    from ansible_collections.enmasse.messaging.plugins.module_utils.standard import mover
     for b, op, args in requests:
         try:
-            service.jolokia(b).execute(broker_mbean(service.brokers[b]["broker_name"]), op, *args)
+            if op == MOVE:
+                count = queue_count(service, b, args[0])
+                copied = mover.copy_queue(service, b, args[0], args[1], args[2],
+                                          timeout=service.infra.get("timeout") or 30, idle=idle)
+                if copied < count:  # the read ended early: the queue stays, the next run copies again
+                    raise ServiceError("copied %d of the %d messages of %s to %s:%s" % (
+                        copied, count, args[0], args[1], args[2]))
+            else:
+                service.jolokia(b).execute(broker_mbean(service.brokers[b]["broker_name"]), op, *args)
         except Exception as e:  # pylint: disable=broad-except
-            errors.append("broker %r: %s: %s" % (b, op.split("(")[0], e))
-    return errors
+            return ["broker %r: %s: %s" % (b, op.split("(")[0], e)]
+    return []
 
 
 def status(service, space, record, live_routers, router_status, queue_present):
     """The ``mqtt_service`` of the space's status: realm, user, queue and
     its broker, the service listener's endpoints (one per router), ready and
-    the messages saying why not. None without MQTT."""
+    the messages saying why not (``queue_present``: the queue's live
+    settings, a setting that differs from queue_spec is one; or a bool).
+    None without MQTT."""
     if not record:
         return None
     msgs = []
@@ -191,6 +285,10 @@ def status(service, space, record, live_routers, router_status, queue_present):
                 msgs.append("router %r: linkRoute %s is %s" % (r, n, st))
     if not queue_present:
         msgs.append("broker %r lacks the queue %s" % (record["broker"], retained_queue(space)))
+    elif isinstance(queue_present, dict):
+        for k, (live, want) in sorted(settings_diff(space, queue_present).items()):
+            msgs.append("broker %r: queue %s has %s %r, not %r"
+                        % (record["broker"], retained_queue(space), k, live, want))
     return {"realm": realm(space), "user": SERVICE_USER, "queue": retained_queue(space), "broker": record["broker"],
             "prefix": prefix(space), "ready": not msgs, "messages": msgs,
             "endpoints": [{"name": "mqtt-service-%s" % r["id"], "host": r.get("host") or r["id"],
@@ -198,11 +296,22 @@ def status(service, space, record, live_routers, router_status, queue_present):
                           for r in service.infra["routers"]]}
 
 
+def live_state(service, space, brokers):
+    """({broker: the queue's live settings or None}, {broker: whether the
+    rebuild queue is there}) of ``brokers``."""
+    present = dict((b, broker_queue_state(service, b, space)) for b in sorted(brokers))
+    rebuild = dict((b, broker_queue_state(service, b, space, rebuild_queue(space)) is not None) for b in sorted(brokers))
+    return present, rebuild
+
+
 def plan(service, space, old, homes, allocate):
     """(record, broker operations, present) of a space's converge: the
-    ``mqtt_service`` the ledger should record (None: no MQTT), the Jolokia
-    operations from the live brokers to it, and {broker: queue there now}
-    for the brokers that matter (the recorded one and the new one).
+    ``mqtt_service`` the ledger should record (None: no MQTT), the
+    operations from the live brokers to it (broker_queue_requests: on a
+    drain the values move to the new broker before the old queue goes; a
+    queue with other settings than queue_spec's is corrected), and
+    {broker: the queue's live settings there} for the brokers that matter
+    (the recorded one and the new one).
     ``homes``: the ledger's address homes (the placement's load)."""
     counts = {}
     for h in (homes or {}).values():
@@ -210,9 +319,9 @@ def plan(service, space, old, homes, allocate):
             counts[b] = counts.get(b, 0) + 1
     record = desired_record(service, space, old, counts, allocate)
     brokers = set(b for b in ((old or {}).get("broker"), (record or {}).get("broker")) if b in service.brokers)
-    present = dict((b, broker_queue_present(service, b, space)) for b in sorted(brokers))
+    present, rebuild = live_state(service, space, brokers)
     return record, broker_queue_requests(service, space, (old or {}).get("broker"),
-                                         (record or {}).get("broker"), present), present
+                                         (record or {}).get("broker"), present, rebuild), present
 
 
 def recorded_status(service, space, record, live_routers, router_status):
@@ -220,9 +329,9 @@ def recorded_status(service, space, record, live_routers, router_status):
     if not record:
         return None
     try:
-        present = broker_queue_present(service, record["broker"], space)
+        present = broker_queue_state(service, record["broker"], space)
     except Exception:  # pylint: disable=broad-except
-        present = False
+        present = None
     return status(service, space, record, live_routers, router_status, present)
 
 
@@ -230,15 +339,19 @@ def removal(service, space, old):
     """The broker operations that remove the recorded service's queue."""
     if not old or old.get("broker") not in service.brokers:
         return []
-    present = {old["broker"]: broker_queue_present(service, old["broker"], space)}
-    return broker_queue_requests(service, space, old["broker"], None, present)
+    present, rebuild = live_state(service, space, [old["broker"]])
+    return broker_queue_requests(service, space, old["broker"], None, present, rebuild)
 
 
 def describe(requests):
-    """{broker: [operation name and queue]} of broker operations (a result's ``changes``)."""
+    """{broker: [operation name and queue]} of broker operations (a result's
+    ``changes``; a move: ``move <queue> to <broker>:<queue>``)."""
     out = {}
     for b, op, args in requests:
-        out.setdefault(b, []).append("%s %s" % (op.split("(")[0], retained_queue_name(args)))
+        what = "%s %s" % (op.split("(")[0], retained_queue_name(args))
+        if op == MOVE:
+            what += " to %s:%s" % (args[1], args[2])
+        out.setdefault(b, []).append(what)
     return out
 
 

@@ -527,7 +527,7 @@ def converge_space(service, ledger, desired, catalogue, connection_file=None, ch
         st = space_status(service, name, view, live, status)
         if mqtt:  # check mode: the queue is there when nothing is to be done on the brokers
             st["mqtt_service"] = _mqtt.status(service, name, mqtt, live, status, not mqtt_ops if check_mode else
-                                              _mqtt.broker_queue_present(service, mqtt["broker"], name))
+                                              _mqtt.broker_queue_state(service, mqtt["broker"], name))
     before = dict(old)
     return {"changed": changed, "diff": {"before": before, "after": record},
             "changes": {"routers": _routers.summary(rchanges), "brokers": _mqtt.describe(mqtt_ops)},
