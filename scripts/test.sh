@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ARTEMIS_VERSION=${ARTEMIS_VERSION:-2.40.0}
 
-log() { printf '\n=== %s\n' "$*"; }
+log() { printf '\n=== %s %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   need=()
@@ -107,15 +107,26 @@ source scripts/collection-path.sh
 
 if [ -z "${ENMASSE_SKIP_STATIC:-}" ]; then
   log "static checks: ansible-doc, collection build, role argument specs"
-  for m in plugins/modules/*.py; do
-    name=$(basename "$m" .py)
-    ansible-doc "enmasse.messaging.$name" >/dev/null || { echo "ansible-doc failed for $name"; exit 1; }
-  done
+  # one ansible-doc per plugin type (one process for all, not one per plugin);
+  # a batch only warns about a plugin whose documentation does not load, so
+  # every name must come back with its doc
+  doc_check() {
+    python3 -c '
+import json, sys
+want, got = sys.argv[1:], json.load(sys.stdin)
+bad = [n for n in want if not (got.get(n) or {}).get("doc")]
+print("ansible-doc failed for: %s" % " ".join(bad)) if bad else None
+sys.exit(1 if bad else 0)' "$@"
+  }
+  modules=$(for m in plugins/modules/*.py; do printf 'enmasse.messaging.%s ' "$(basename "$m" .py)"; done)
+  # shellcheck disable=SC2086
+  ansible-doc --json $modules | doc_check $modules
   for kind in filter lookup test; do
     [ -d "plugins/$kind" ] || continue
-    for name in $(ansible-doc -t "$kind" -l enmasse.messaging --json | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)))'); do
-      ansible-doc -t "$kind" "$name" >/dev/null || { echo "ansible-doc -t $kind failed for $name"; exit 1; }
-    done
+    names=$(ansible-doc -t "$kind" -l enmasse.messaging --json | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)))')
+    [ -n "$names" ] || continue
+    # shellcheck disable=SC2086
+    ansible-doc -t "$kind" --json $names | doc_check $names
   done
   build_dir=$(mktemp -d)
   ansible-galaxy collection build --force --output-path "$build_dir" . >/dev/null
