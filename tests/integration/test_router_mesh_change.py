@@ -19,17 +19,22 @@ router-3's receiver. Then router-2 stops: its client reconnects to router-1
 and carries on. Throughout, the client connections on router-1 and router-3
 stay open and every message accepted arrives.
 """
+import importlib.util
 import os
-import re
-import subprocess
 import tempfile
 import threading
 import time
+import types
 
 import pytest
 
 import role_routers
-from standard_env import build_router, router_env, _listening
+from standard_env import Router, build_router
+
+_RERUN = importlib.util.spec_from_file_location("molecule_router_rerun", os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "molecule", "router", "rerun.py"))
+rerun = importlib.util.module_from_spec(_RERUN)
+_RERUN.loader.exec_module(rerun)
 
 from proton import Message  # noqa: E402
 from proton.utils import BlockingConnection  # noqa: E402
@@ -39,54 +44,28 @@ pytestmark = [pytest.mark.integration, pytest.mark.router]
 ADDRESS = "mesh-change/anycast"
 
 
-class Router(object):
-    def __init__(self, base, index):
-        self.id = "r%d" % index
-        lo = 30000 + (os.getpid() % 100) * 40 + index * 4
-        self.management_port, self.inter_router_port = lo, lo + 1
-        self.base, self.proc, self.conf = base, None, None
+def routers(base, prefix, count):
+    """standard_env's Router, each started from the file the role wrote."""
+    env = types.SimpleNamespace(base_dir=base, prefix=prefix)
+    return [Router(env, i) for i in range(count)]
 
-    @property
-    def url(self):
-        return "amqp://127.0.0.1:%d" % self.management_port
 
-    def spec(self):
-        return {"id": self.id, "management_port": self.management_port, "inter_router_port": self.inter_router_port}
-
-    def start(self, prefix):
-        log = open(os.path.join(self.base, "%s.log" % self.id), "a")
-        self.proc = subprocess.Popen([os.path.join(prefix, "sbin", "qdrouterd"), "-c", self.conf],
-                                     env=router_env(prefix), stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
-        while not _listening(self.management_port):
-            assert self.proc.poll() is None and time.time() < deadline, "qdrouterd %s did not start" % self.id
-            time.sleep(0.1)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
+def spec(router):
+    return {"id": router.id, "management_port": router.management_port, "inter_router_port": router.inter_router_port}
 
 
 def converge(base, prefix, routers):
     """The role's config.yml on the routers of the group, in this order;
     the confs by id and the play's output."""
-    rendered, out = role_routers.render(os.path.join(base, "role"), [r.spec() for r in routers], prefix=prefix)
+    rendered, out = role_routers.render(os.path.join(base, "role"), [spec(r) for r in routers], prefix=prefix)
     for r in routers:
-        r.conf = rendered[r.id]["conf"]
+        r.conf_file = rendered[r.id]["conf"]
     return out
 
 
 def changed_tasks(out, host):
-    """The names of the tasks that reported changed for ``host``."""
-    names, task = [], None
-    for line in out.splitlines():
-        m = re.match(r"^TASK \[(.+?)\]", line)
-        if m:
-            task = m.group(1)
-        elif re.match(r"^changed: \[%s\]" % re.escape(host), line):
-            names.append(task)
-    return names
+    """The names of the tasks that reported changed for ``host`` (molecule/router's rerun.py reads the output)."""
+    return [task for h, task in rerun.changed_tasks(out) if h == host]
 
 
 def mesh_of(router, timeout=30, want=None):
@@ -95,7 +74,7 @@ def mesh_of(router, timeout=30, want=None):
     deadline, seen = time.time() + timeout, None
     while time.time() < deadline:
         try:
-            with ManagementSession(router.url, timeout=3) as s:
+            with ManagementSession(router.management_url, timeout=3) as s:
                 seen = s.routers()
                 if want is None or seen == sorted(want):
                     return seen
@@ -107,7 +86,7 @@ def mesh_of(router, timeout=30, want=None):
 
 def connectors(router):
     from ansible_collections.enmasse.messaging.plugins.module_utils.router.client import ManagementSession
-    with ManagementSession(router.url, timeout=5) as s:
+    with ManagementSession(router.management_url, timeout=5) as s:
         return sorted(c["name"] for c in s.query("org.apache.qpid.dispatch.connector", ["name"]))
 
 
@@ -127,7 +106,7 @@ class Traffic(object):
 
     def _receive(self):
         try:
-            conn = BlockingConnection(self.to.url, timeout=10)
+            conn = BlockingConnection(self.to.management_url, timeout=10)
             rcv = conn.create_receiver(ADDRESS, credit=50)
             self.ready.set()
             while not self.stop.is_set() or rcv.queued:
@@ -152,7 +131,7 @@ class Traffic(object):
         t.start()
 
     def _send(self, name, router, failover):
-        urls, i, reconnects = [router.url] + ([failover.url] if failover else []), 0, 0
+        urls, i, reconnects = [router.management_url] + ([failover.management_url] if failover else []), 0, 0
         conn = snd = None
         while not self.stop.is_set():
             try:
@@ -191,13 +170,13 @@ def prefix():
 
 def test_a_router_leaves_and_one_joins_while_clients_run(prefix):
     base = tempfile.mkdtemp(prefix="enmasse-mesh-change-")
-    r1, r2, r3, r4 = (Router(base, i) for i in (1, 2, 3, 4))
+    r1, r2, r3, r4 = routers(base, prefix, 4)
     try:
         out = converge(base, prefix, [r1, r2, r3])
         for r in (r1, r2, r3):
             assert any("Restart for the new qdrouterd.conf" in t for t in changed_tasks(out, r.id)), \
                 "a new router restarts (starts) with its file"
-            r.start(prefix)
+            r.start()
         assert mesh_of(r1, want=["r1", "r2", "r3"]) == ["r1", "r2", "r3"]
         assert connectors(r3) == ["inter-router/r1", "inter-router/r2"]
         pids = {r.id: r.proc.pid for r in (r1, r2, r3)}
@@ -208,16 +187,16 @@ def test_a_router_leaves_and_one_joins_while_clients_run(prefix):
 
         # one run: router-2 leaves the group, router-4 joins at its end. Only router-3's file
         # changes (its connector to router-2 goes), applied through management; router-1's does not
-        r1_conf = open(r1.conf).read()
+        r1_conf = open(r1.conf_file).read()
         out = converge(base, prefix, [r1, r3, r4])
-        assert open(r1.conf).read() == r1_conf and changed_tasks(out, "r1") == []
+        assert open(r1.conf_file).read() == r1_conf and changed_tasks(out, "r1") == []
         changed = changed_tasks(out, "r3")
         assert any("Render qdrouterd.conf (checked before use)" in t for t in changed), changed
         assert not any("Restart" in t for t in changed), changed
         assert any("Delete the connectors to routers that left the mesh" in t for t in changed), changed
         assert connectors(r3) == ["inter-router/r1"]
-        assert "inter-router/r2" not in open(r3.conf).read()
-        r4.start(prefix)  # it dials router-1 and router-3
+        assert "inter-router/r2" not in open(r3.conf_file).read()
+        r4.start()  # it dials router-1 and router-3
         assert "r4" in (mesh_of(r3, want=["r1", "r2", "r3", "r4"], timeout=15) or [])
         traffic.add_sender("on-r4", r4)
         time.sleep(1)

@@ -43,7 +43,7 @@ def keeper_lines(log_text):
 def rolling_lines(log_text):
     """The rolling upgrade's lines that verify-upgrade.yml printed: each host's
     time to be ready again (ROLLING ...) and each client's longest gap (GAP ...)."""
-    pattern = r"(?:ROLLING \S+ (?:Artemis|qdrouterd)|GAP queue=)[^\"\n]*"
+    pattern = r"(?:ROLLING \S+ (?:Artemis|qdrouterd|Keycloak)|GAP queue=)[^\"\n]*"
     return sorted(set(m.group(0) for m in re.finditer(pattern, log_text)))
 
 

@@ -4,38 +4,18 @@ only): the collection's name rules, the generated messaging password shared
 with the broker role's credentials files, hashing, idempotence, pruning,
 no password in the output."""
 import grp
-import json
 import os
-import subprocess
-import sys
 
 from ansible_collections.enmasse.messaging.plugins.filter import auth_service as flt
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
 
 import pytest
 
+from role_play import changed, failed, role_play, run_book
+
 
 def play(tmp_path, tasks_from, variables):
-    book = [{"hosts": "localhost", "gather_facts": False, "connection": "local", "tasks": [
-        {"name": "role", "ansible.builtin.include_role": {
-            "name": "enmasse.messaging.auth_service", "tasks_from": tasks_from}, "vars": variables}]}]
-    path = tmp_path / "play.yml"
-    path.write_text(json.dumps(book))
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_RETRY_FILES_ENABLED="False")
-    out = subprocess.run(["ansible-playbook", "-i", "localhost,", str(path),
-                          "-e", "ansible_python_interpreter=%s" % sys.executable],
-                         capture_output=True, text=True, env=env, cwd=str(tmp_path), check=False, timeout=300)
-    data = json.loads(out.stdout[out.stdout.index("{"):])
-    results = [(t["task"]["name"], h) for p in data["plays"] for t in p["tasks"] for h in t["hosts"].values()]
-    return out.stdout, results
-
-
-def failed(results):
-    return [(name, res) for name, res in results if res.get("failed")]
-
-
-def changed(results):
-    return [name for name, res in results if res.get("changed")]
+    return role_play(tmp_path, "auth_service", tasks_from, variables)
 
 
 def test_prereqs_refuse_bad_spaces_and_users_with_the_model_rules(tmp_path):
@@ -146,14 +126,8 @@ def routers_play(tmp_path, address_spaces, **extra):
              "pre_tasks": pre_tasks,
              "tasks": [{"name": "role", "ansible.builtin.include_role": {
                  "name": "enmasse.messaging.auth_service", "tasks_from": "users.yml"}}]}]
-    (tmp_path / "site-routers.yml").write_text(json.dumps(book))
     (tmp_path / "hosts").write_text("[routers]\nlocalhost ansible_connection=local\n")
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_RETRY_FILES_ENABLED="False")
-    out = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "hosts"), str(tmp_path / "site-routers.yml"),
-                          "-e", "ansible_python_interpreter=%s" % sys.executable],
-                         capture_output=True, text=True, env=env, cwd=str(tmp_path), check=False, timeout=300)
-    data = json.loads(out.stdout[out.stdout.index("{"):])
-    return out.stdout, [(t["task"]["name"], h) for p in data["plays"] for t in p["tasks"] for h in t["hosts"].values()]
+    return run_book(tmp_path, book, inventory=str(tmp_path / "hosts"))
 
 
 def test_site_keeps_the_users_file_of_a_standard_space_left_out_of_the_inventory(tmp_path):

@@ -5,14 +5,14 @@ variables file, the timer's schedule, the variables file (0600, no_log,
 report by default), the handlers (the timer restarts only when its unit
 changed), bad inputs refused before any file is written, state absent
 removes everything; systemd-analyze verify on the rendered units."""
-import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 import yaml
+
+from role_play import failed, role_play
 
 ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or "/usr/bin/ansible-playbook"
 
@@ -32,23 +32,12 @@ def systemctl_calls(tmp_path):
 
 
 def play(tmp_path, task_files, variables):
-    tasks = [{"name": "role %s" % f, "ansible.builtin.include_role": {
-        "name": "enmasse.messaging.day2_loop", "tasks_from": f}, "vars": variables} for f in task_files]
-    book = [{"hosts": "localhost", "gather_facts": False, "connection": "local", "tasks": tasks}]
-    path = tmp_path / "play.yml"
-    path.write_text(json.dumps(book))
     # the handlers' systemctl: a script logging its arguments (this machine has no running systemd)
     (tmp_path / "bin").mkdir(exist_ok=True)
     (tmp_path / "bin" / "systemctl").write_text(FAKE_SYSTEMCTL)
     (tmp_path / "bin" / "systemctl").chmod(0o755)
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_RETRY_FILES_ENABLED="False",
-               PATH="%s:%s" % (tmp_path / "bin", os.environ["PATH"]))
-    out = subprocess.run(["ansible-playbook", "-i", "localhost,", str(path),
-                          "-e", "ansible_python_interpreter=%s" % sys.executable],
-                         capture_output=True, text=True, env=env, cwd=str(tmp_path), check=False, timeout=300)
-    data = json.loads(out.stdout[out.stdout.index("{"):])
-    results = [(t["task"]["name"], h) for p in data["plays"] for t in p["tasks"] for h in t["hosts"].values()]
-    return out.stdout, results
+    return role_play(tmp_path, "day2_loop", task_files, variables,
+                     env={"PATH": "%s:%s" % (tmp_path / "bin", os.environ["PATH"])})
 
 
 def loop_vars(tmp_path, **extra):
@@ -60,10 +49,6 @@ def loop_vars(tmp_path, **extra):
          "day2_loop_ansible_playbook": ANSIBLE_PLAYBOOK}
     v.update(extra)
     return v
-
-
-def failed(results):
-    return [(name, res) for name, res in results if res.get("failed")]
 
 
 def ran(results, name):

@@ -11,13 +11,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import os
-import subprocess
 import sys
 
 import pytest
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import metrics
+
+from role_play import changed, failed, role_play
 
 pytestmark = pytest.mark.unit
 
@@ -26,26 +26,7 @@ SPACES = [{"name": "tenant-a", "routers": ["r1:5671"], "addresses": []},
 
 
 def play(tmp_path, tasks_from, variables):
-    book = [{"hosts": "localhost", "gather_facts": False, "connection": "local", "tasks": [
-        {"name": "role", "ansible.builtin.include_role": {
-            "name": "enmasse.messaging.mqtt_gateway", "tasks_from": tasks_from}, "vars": variables}]}]
-    path = tmp_path / "play.yml"
-    path.write_text(json.dumps(book))
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_RETRY_FILES_ENABLED="False")
-    out = subprocess.run(["ansible-playbook", "-i", "localhost,", str(path),
-                          "-e", "ansible_python_interpreter=%s" % sys.executable],
-                         capture_output=True, text=True, env=env, cwd=str(tmp_path), check=False, timeout=300)
-    data = json.loads(out.stdout[out.stdout.index("{"):])
-    results = [(t["task"]["name"], h) for p in data["plays"] for t in p["tasks"] for h in t["hosts"].values()]
-    return out.stdout, results
-
-
-def failed(results):
-    return [(name, res) for name, res in results if res.get("failed")]
-
-
-def changed(results):
-    return [name for name, res in results if res.get("changed")]
+    return role_play(tmp_path, "mqtt_gateway", tasks_from, variables)
 
 
 def variables(tmp_path, **extra):
