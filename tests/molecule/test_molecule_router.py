@@ -6,7 +6,9 @@ playbooks/site.yml with two standard address spaces (the router role builds
 qdrouterd once on the first router from the vendor source archive and the
 others unpack its tree; Artemis from the local Maven cache); idempotence
 (verify-identity's second run of site.yml changes one password and nothing else);
-verify checks the mesh, the data plane of both spaces with real AMQP clients
+verify checks the mesh, Prometheus on the Keycloak host scraping every
+target of the inventory (Keycloak, every Artemis instance, the auth service
+on every router, every MQTT gateway instance) with each one up, the data plane of both spaces with real AMQP clients
 through every router (anycast, multicast, queues, a partitioned queue, a
 durable subscription, dead letter, expiry, SASL PLAIN), the full mesh link by
 link, path redundancy (a link cut, traffic via the third router), every
