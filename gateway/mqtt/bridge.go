@@ -501,6 +501,38 @@ type sub struct {
 // amqp:unauthorized-access; the SUBACK waits this long for that detach.
 const probeWindow = 300 * time.Millisecond
 
+// probeReceiver attaches a receiver to address a and waits probeWindow for
+// the router's detach (a refusal) or a first message.
+func (b *Bridge) probeReceiver(l *link, a string) (*amqp.Receiver, *amqp.Message, error) {
+	ctx, cancel := context.WithTimeout(l.ctx, b.Timeout)
+	r, err := l.sess.NewReceiver(ctx, a, &amqp.ReceiverOptions{Credit: int32(*b.Config.ReceiveMaximum)})
+	cancel()
+	if err != nil {
+		return r, nil, err
+	}
+	pctx, pcancel := context.WithTimeout(l.ctx, probeWindow)
+	first, err := r.Receive(pctx, nil)
+	pcancel()
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = nil
+	}
+	return r, first, err
+}
+
+// refusedByPolicy: the router's answer to a link the user may not attach
+// (qdrouterd: amqp:unauthorized-access, "link disallowed by local policy").
+func refusedByPolicy(err error) bool {
+	var e *amqp.Error
+	if errors.As(err, &e) {
+		return e.Condition == amqp.ErrCondUnauthorizedAccess
+	}
+	var le *amqp.LinkError
+	if errors.As(err, &le) && le.RemoteErr != nil {
+		return le.RemoteErr.Condition == amqp.ErrCondUnauthorizedAccess
+	}
+	return false
+}
+
 // attach opens a receiver per address on the client's connection, all at
 // once, and keeps those the router did not detach within probeWindow.
 func (b *Bridge) attach(cl *mqtt.Client, l *link, addresses []string) []*sub {
@@ -510,16 +542,19 @@ func (b *Bridge) attach(cl *mqtt.Client, l *link, addresses []string) []*sub {
 		wg.Add(1)
 		go func(i int, a string) {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(l.ctx, b.Timeout)
-			r, err := l.sess.NewReceiver(ctx, a, &amqp.ReceiverOptions{Credit: int32(*b.Config.ReceiveMaximum)})
-			cancel()
+			var r *amqp.Receiver
 			var first *amqp.Message
-			if err == nil {
-				pctx, pcancel := context.WithTimeout(l.ctx, probeWindow)
-				first, err = r.Receive(pctx, nil)
-				pcancel()
-				if errors.Is(err, context.DeadlineExceeded) {
-					err = nil
+			var err error
+			// a link that ends otherwise than by the router's refusal (an EOF
+			// while the other links of the same SUBSCRIBE were being refused
+			// was seen) is attached again, at most twice
+			for attempt := 0; attempt < 3; attempt++ {
+				if attempt > 0 && r != nil {
+					closeAll([]*sub{{r: r}})
+				}
+				r, first, err = b.probeReceiver(l, a)
+				if err == nil || refusedByPolicy(err) || l.ctx.Err() != nil {
+					break
 				}
 			}
 			if err != nil {

@@ -281,7 +281,9 @@ class ArtemisBroker(object):
                                space_type=space_type, tls=tls)
 
     # ------------------------------------------------------------ lifecycle
-    def start(self, timeout=120):
+    def start(self, timeout=120, wait=True):
+        """Starts ``artemis run``; ``wait``: until it answers (else call
+        ``wait_started``: several brokers start side by side)."""
         if self.proc and self.proc.poll() is None:
             return self
         log = open(self.log_path, "ab")
@@ -291,6 +293,11 @@ class ArtemisBroker(object):
                                      stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True, preexec_fn=_die_with_parent, env=env)
         log.close()
+        if wait:
+            self.wait_started(timeout)
+        return self
+
+    def wait_started(self, timeout=120):
         self.wait_ready(timeout)
         if not self.baseline_addresses:
             self.baseline_addresses = set(self.address_names())
