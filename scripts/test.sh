@@ -7,7 +7,8 @@
 # cached by scripts/build-kubernetes.sh), Spark (real local[2] jobs) and the Molecule scenario
 # (systemd container, podman).
 #
-#   bash scripts/test.sh              # everything
+#   bash scripts/test.sh              # everything (tests/unit beside the rest, see the end)
+#   ENMASSE_SERIAL_TESTS=1 bash scripts/test.sh   # everything in one pytest run
 #   bash scripts/test.sh -m unit      # extra arguments go to pytest (static checks still run)
 #   ENMASSE_SKIP_STATIC=1 bash scripts/test.sh -m unit   # pytest only
 #
@@ -160,5 +161,30 @@ fi
 log "kubernetes: etcd, kube-apiserver and kube-controller-manager v1.33.13 (scripts/build-kubernetes.sh; cached)"
 bash scripts/build-kubernetes.sh >/dev/null
 
-log "pytest"
-exec python3 -m pytest "$@"
+if [ "$#" -gt 0 ] || [ -n "${ENMASSE_SERIAL_TESTS:-}" ]; then
+  log "pytest"
+  exec python3 -m pytest "$@"
+fi
+
+# The whole suite (no arguments): tests/unit (CPU only, no component) runs at
+# a lower priority beside the rest, which mostly waits on brokers, routers,
+# Keycloak and containers; the unit tier takes the cycles they leave and the
+# timed parts of the other tiers keep their priority. Its output follows.
+log "pytest tests/unit (in the background, nice 10)"
+unit_log=$(mktemp)
+nice -n 10 python3 -m pytest tests/unit -p no:cacheprovider --junitxml=tests/output/junit-unit.xml >"$unit_log" 2>&1 &
+unit_pid=$!
+trap 'kill "$unit_pid" 2>/dev/null || true' EXIT
+log "pytest: everything but tests/unit"
+rest_rc=0
+python3 -m pytest --ignore=tests/unit || rest_rc=$?
+unit_rc=0
+wait "$unit_pid" || unit_rc=$?
+trap - EXIT
+log "pytest tests/unit (rc=$unit_rc)"
+cat "$unit_log"
+rm -f "$unit_log"
+if [ "$rest_rc" != 0 ] || [ "$unit_rc" != 0 ]; then
+  echo "tests failed: tests/unit rc=$unit_rc, the rest rc=$rest_rc"
+  exit 1
+fi
