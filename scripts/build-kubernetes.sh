@@ -17,11 +17,12 @@
 # published version (k8s.io/<x> v0.33.13), then builds the two commands with
 # the version stamped (without it /version reports v0.0.0).
 #
-# Go: the first of $GO, `go` on PATH, /usr/local/go/bin/go that is >= 1.24.
-# Without one, the Go toolchain itself is fetched as the module
-# golang.org/toolchain from the module proxy (with Debian's golang-go, which
-# apt installs when there is no Go at all).
+# Go: scripts/go-toolchain.sh (the first of $GO, `go` on PATH,
+# /usr/local/go/bin/go that is >= 1.24; without one, the Go toolchain itself
+# is fetched as the module golang.org/toolchain from the module proxy, with
+# Debian's golang-go, which apt installs when there is no Go at all).
 set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
 K8S_VERSION=v1.33.13
 STAGING_VERSION=v0.${K8S_VERSION#v1.}
 GO_TOOLCHAIN=${ENMASSE_GO_TOOLCHAIN:-go1.24.6}
@@ -55,43 +56,7 @@ if [ -x "$bin/kube-apiserver" ] && [ -x "$bin/kube-controller-manager" ] && [ -f
   exit 0
 fi
 
-go_ok() {  # $1: a go binary; true when it is Go >= 1.24
-  local v
-  v="$("$1" env GOVERSION 2>/dev/null)" || return 1
-  v="${v#go}"
-  [ "${v%%.*}" -gt 1 ] 2>/dev/null && return 0
-  v="${v#1.}"
-  [ "${v%%[.a-z]*}" -ge 24 ] 2>/dev/null
-}
-
-GO_BIN=""
-for cand in "${GO:-}" "$(command -v go || true)" /usr/local/go/bin/go "$cache/go/bin/go"; do
-  if [ -n "$cand" ] && [ -x "$cand" ] && go_ok "$cand"; then
-    GO_BIN="$cand"
-    break
-  fi
-done
-if [ -z "$GO_BIN" ]; then
-  boot="$(command -v go || true)"
-  if [ -z "$boot" ]; then
-    log "apt: installing golang-go (only to fetch the Go toolchain module)"
-    as_root_apt golang-go ca-certificates
-    boot="$(command -v go)"
-  fi
-  log "fetching the Go toolchain $GO_TOOLCHAIN as a module (golang.org/toolchain)"
-  arch="$(uname -m)"; case "$arch" in x86_64) arch=amd64 ;; aarch64) arch=arm64 ;; esac
-  tmpmod="$(mktemp -d)"
-  (cd "$tmpmod" && "$boot" mod init fetch-toolchain >/dev/null 2>&1)
-  dir="$(cd "$tmpmod" && GOFLAGS=-mod=mod GO111MODULE=on "$boot" mod download -json \
-    "golang.org/toolchain@v0.0.1-$GO_TOOLCHAIN.linux-$arch" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-  rm -rf "$tmpmod"
-  [ -n "$dir" ] || { log "cannot fetch golang.org/toolchain@v0.0.1-$GO_TOOLCHAIN.linux-$arch"; exit 1; }
-  rm -rf "$cache/go"
-  cp -r "$dir" "$cache/go"
-  chmod -R u+w "$cache/go"
-  chmod +x "$cache/go/bin/"* "$cache/go/pkg/tool/"*/*
-  GO_BIN="$cache/go/bin/go"
-fi
+GO_BIN="$(bash "$here/go-toolchain.sh" 1.24 "$GO_TOOLCHAIN")"
 log "Go: $GO_BIN ($("$GO_BIN" env GOVERSION))"
 
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local

@@ -10,10 +10,11 @@
 # GOFLAGS=-mod=readonly: the module versions are the ones pinned in go.mod /
 # go.sum (go.sum verifies every module); on a clean machine the modules come
 # from the Go module proxy (GOPROXY, Go's default) into Go's module cache.
+# Go itself: scripts/go-toolchain.sh (no Go >= go.mod's version on the
+# machine: the toolchain is fetched as a module, with Debian's golang-go).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 src="$here/gateway/mqtt"
-command -v go >/dev/null || { echo "build-mqtt-gateway: no 'go' on PATH (Go >= 1.25 needed)" >&2; exit 1; }
 sum="$(cd "$src" && { printf '%s\n' go.mod go.sum; find . -name '*.go' -type f | sed 's|^\./||' | LC_ALL=C sort; } \
   | while read -r f; do printf '%s\n' "$f"; sha256sum < "$f"; done | sha256sum | cut -c1-16)"
 cache="${ENMASSE_CACHE_DIR:-$HOME/.cache/enmasse-messaging}"
@@ -23,8 +24,12 @@ if [ -x "$bin" ] && [ -f "$dir/.complete" ]; then
   echo "$bin"
   exit 0
 fi
+# Go >= the go line of go.mod: scripts/go-toolchain.sh (a Go already there,
+# else the toolchain fetched as a module, see there)
+min="$(sed -n 's/^go \([0-9][0-9.]*\)$/\1/p' "$src/go.mod" | cut -d. -f1,2)"
+go_bin="$(bash "$here/scripts/go-toolchain.sh" "$min" "${ENMASSE_GATEWAY_GO_TOOLCHAIN:-go1.25.5}")"
 mkdir -p "$dir"
-(cd "$src" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -o "$bin.tmp" .) >&2
+(cd "$src" && CGO_ENABLED=0 GOFLAGS=-mod=readonly GOTOOLCHAIN=local "$go_bin" build -trimpath -o "$bin.tmp" .) >&2
 mv -f "$bin.tmp" "$bin"
 touch "$dir/.complete"
 echo "$bin"
