@@ -9,7 +9,9 @@ once it is resolved and only a warning fires, the plan goes through;
 Alertmanager unreachable refuses it too (fail closed), naming the URL. The
 password is never printed. And the loop's metrics file, read by the real
 node exporter's textfile collector, scraped by the real Prometheus with
-the monitoring role's rendered configuration and a job for it."""
+the monitoring role's rendered configuration and a job for it, beside the
+file of the day2_loop unit's ExecStopPost after a failed run: the shipped
+rule EnmasseLoopRunFailed fires, and goes once a run succeeds."""
 import base64
 import json
 import os
@@ -30,6 +32,7 @@ from test_monitoring_alert import pytestmark  # noqa: F401  # pylint: disable=un
 
 sys.path.insert(0, os.path.join(REPO, "tests", "unit"))
 from test_capacity_plan_apply_module import _infra_file  # noqa: E402  # brokers b1-b3 (b3 draining), space s
+from test_day2_loop_role import stop_post  # noqa: E402  # the unit's ExecStopPost run as systemd runs it
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import loop_metrics  # noqa: E402
 
@@ -131,6 +134,12 @@ def test_prometheus_scrapes_the_loop_metrics_through_the_node_exporter_textfile_
     text = loop_metrics.render(loop_metrics.render("", refused, "apply"), {"act": True, "steps": [move], "refused": []},
                                "apply")
     (textdir / "enmasse_loop.prom").write_text(text)
+    # the unit's ExecStopPost (roles/day2_loop/templates/enmasse-loop.service.j2) after a failed run
+    unit = open(os.path.join(REPO, "roles", "day2_loop", "templates", "enmasse-loop.service.j2")).read()
+    post = next(line for line in unit.splitlines() if line.startswith("ExecStopPost="))[len("ExecStopPost="):]
+    post = post.replace("{{ day2_loop_metrics_file | dirname }}", str(textdir))
+    assert "{{" not in post
+    stop_post(post, "exit-code")
     port = _port()
     node = subprocess.Popen(["prometheus-node-exporter", "--collector.disable-defaults", "--collector.textfile",
                              "--collector.textfile.directory=%s" % textdir, "--web.listen-address=127.0.0.1:%d" % port],
@@ -151,6 +160,22 @@ def test_prometheus_scrapes_the_loop_metrics_through_the_node_exporter_textfile_
             assert got[("enmasse_loop_steps_applied_total", None)] == "1"
             assert got[("enmasse_loop_last_run_outcome", "applied")] == "1"
             assert got[("enmasse_loop_last_run_outcome", "refused")] == "0"
+            assert got[("enmasse_loop_last_run_failed", None)] == "1"
+
+            def loop_alerts(state):
+                alerts = _get(mon["prom"] + "/api/v1/alerts")["data"]["alerts"]
+                names = sorted(a["labels"]["alertname"] for a in alerts
+                               if a["labels"].get("job") == "enmasse_loop" and a["state"] == "firing")
+                if state == "firing":
+                    return names or None
+                return "none" if not names else None
+
+            # the shipped rules (for: 3s): the failed run fires; the run that ended now is not stale
+            t1 = time.monotonic()
+            assert _wait("EnmasseLoopRunFailed firing", lambda: loop_alerts("firing"), 20) == ["EnmasseLoopRunFailed"]
+            stop_post(post, "success")  # the next run succeeds: the alert goes
+            assert _wait("no loop alert", lambda: loop_alerts("resolved"), 20) == "none"
+            print("loop alert fired and resolved in %.1f s" % (time.monotonic() - t1))
         finally:
             _stop(mon)
     finally:

@@ -203,3 +203,43 @@ def test_systemd_analyze_verify_accepts_the_units(tmp_path):
     problems = [line for line in (res.stdout + res.stderr).splitlines()
                 if "enmasse-loop" in line and "AssertPathExists" not in line]
     assert res.returncode == 0 and not problems, res.stdout + res.stderr
+
+
+def stop_post(command, service_result):
+    """Run the unit's ExecStopPost command as systemd would after a run: the "-" prefix dropped, $$ -> $
+    (the command has no % specifier and no backslash, so the rest of systemd's quoting is the shell's),
+    SERVICE_RESULT in the environment, the unit's UMask=0077."""
+    assert command.startswith("-/bin/sh -c '") and command.endswith("'") and "%" not in command and "\\" not in command
+    script = command[len("-/bin/sh -c '"):-1].replace("$$", "$")
+    assert "'" not in script
+    return subprocess.run(["/bin/sh", "-c", "umask 0077; " + script], env={"PATH": os.environ["PATH"],
+                          "SERVICE_RESULT": service_result}, capture_output=True, text=True, check=True, timeout=30)
+
+
+def test_every_run_writes_whether_it_failed_beside_the_metrics(tmp_path):
+    """ExecStopPost (docs/capacity-loop.md "Metrics"): enmasse_loop_last_run_failed 1 after a failed run
+    (which writes none of the loop's metrics), 0 after a successful one; 0644 for the node exporter; none
+    without a metrics file."""
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], loop_vars(tmp_path))
+    assert not failed(results), failed(results)
+    post = unit(tmp_path / "units" / "enmasse-loop.service")["ExecStopPost"]
+    assert len(post) == 1
+    result = tmp_path / "state" / "metrics" / "enmasse_loop_service.prom"
+    for service_result, value in (("exit-code", "1"), ("timeout", "1"), ("signal", "1"), ("success", "0")):
+        stop_post(post[0], service_result)
+        text = result.read_text()
+        assert text.splitlines()[-1] == "enmasse_loop_last_run_failed " + value, (service_result, text)
+        assert oct(os.stat(str(result)).st_mode & 0o777) == "0o644"
+        assert os.listdir(str(result.parent)) == ["enmasse_loop_service.prom"]  # no temporary file left
+    if shutil.which("promtool"):
+        check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False)
+        assert check.returncode == 0, check.stdout + check.stderr
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], loop_vars(tmp_path, day2_loop_metrics_file=""))
+    assert not failed(results), failed(results)
+    assert "ExecStopPost" not in unit(tmp_path / "units" / "enmasse-loop.service")
+
+
+def test_a_metrics_file_path_that_the_shell_would_read_is_refused(tmp_path):
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], loop_vars(tmp_path, day2_loop_metrics_file="/x/a'b.prom"))
+    bad = failed(results)
+    assert bad and "letters, digits and ._+@,:/- only" in bad[0][1]["msg"], bad

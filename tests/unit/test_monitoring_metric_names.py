@@ -13,6 +13,12 @@ here:
 * qdrouterd 1.19: the ``metrics[]`` table of src/http-libwebsockets.c in the
   router source archive (scripts/router-archive.sh); skipped when the archive
   is not on this machine;
+* the capacity loop: the ``# TYPE`` lines of ``loop_metrics.render()`` (the
+  textfile of every run that reaches its end, plugins/module_utils/model/
+  loop_metrics.py, run here) and of the ``ExecStopPost`` of
+  roles/day2_loop/templates/enmasse-loop.service.j2 (the textfile written
+  after every run, failed or not), both served by the node exporter's
+  textfile collector;
 * Prometheus itself: ``up``.
 
 ``process_*`` / ``go_*`` / ``jvm_*`` (client libraries' collectors) are not in
@@ -31,6 +37,7 @@ import pytest
 import yaml
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import metrics as auth_metrics
+from ansible_collections.enmasse.messaging.plugins.module_utils.model import loop_metrics
 
 pytestmark = pytest.mark.unit
 
@@ -40,10 +47,9 @@ RULES = sorted(glob.glob(os.path.join(ROLE, "files", "*.yml")))
 RULE_TESTS = sorted(glob.glob(os.path.join(ROLE, "tests", "*.test.yml")))
 DASHBOARDS = sorted(glob.glob(os.path.join(ROLE, "files", "dashboards", "*.json")))
 PROMETHEUS_OWN = {"up"}
-GAPS = {
-    "enmasse_address_space_addresses_pending":
-        "no exporter writes it yet (docs/monitoring.md, 'Pending addresses'): EnmasseAddressesPending cannot fire",
-}
+# {name: why} for a name read before any exporter emits it; none now (docs/monitoring.md says why the router
+# link and pending addresses rules were removed rather than left without input)
+GAPS = {}
 
 
 def gateway_names():
@@ -56,6 +62,17 @@ def gateway_names():
 
 def auth_service_names():
     return set(re.findall(r"(?m)^# TYPE (\S+) ", auth_metrics.Metrics(clock=lambda: 0).render()))
+
+
+def loop_names():
+    """The loop's textfile after a run that refused something (so that the refusal counter has a series),
+    and the unit's ExecStopPost file."""
+    decision = {"act": False, "steps": [], "refused": [{"step": "plan", "guardrail": "cooldown", "why": "..."}]}
+    text = loop_metrics.render("", decision, "apply", now=0)
+    unit = open(os.path.join(REPO, "roles", "day2_loop", "templates", "enmasse-loop.service.j2")).read()
+    post = [line for line in unit.splitlines() if line.startswith("ExecStopPost=")]
+    assert len(post) == 1, post
+    return set(re.findall(r"(?m)^# TYPE (\S+) ", text)) | set(re.findall(r'"# TYPE (\S+) ', post[0]))
 
 
 def broker_names():
@@ -138,10 +155,13 @@ def test_the_lists_are_read_from_the_exporters():
             "enmasse_mqtt_gateway_retained_stored_total"} <= gateway_names()
     assert {"enmasse_auth_service_authentications_total", "enmasse_auth_service_connections"} <= auth_service_names()
     assert {"artemis_message_count", "artemis_disk_store_usage_ratio"} <= broker_names()
+    assert loop_names() == {"enmasse_loop_last_run_timestamp_seconds", "enmasse_loop_last_run_outcome",
+                            "enmasse_loop_refusals_total", "enmasse_loop_steps_applied_total",
+                            "enmasse_loop_last_run_failed"}
 
 
 def test_every_non_router_name_read_by_a_rule_or_dashboard_is_emitted():
-    known = gateway_names() | auth_service_names() | broker_names() | PROMETHEUS_OWN
+    known = gateway_names() | auth_service_names() | broker_names() | loop_names() | PROMETHEUS_OWN
     refs = {n: w for n, w in referenced().items() if not n.startswith("qdr_")}
     unknown = {n: w for n, w in refs.items() if n not in known and n not in GAPS}
     assert unknown == {}
@@ -158,7 +178,9 @@ def test_every_router_name_read_by_a_rule_or_dashboard_is_in_qdrouterd():
 
 def test_the_mqtt_gateway_and_auth_service_are_read_by_rules_and_a_dashboard():
     refs = referenced()
-    for name in ("enmasse_mqtt_gateway_connections_total", "enmasse_auth_service_authentications_total"):
+    for name in ("enmasse_mqtt_gateway_connections_total", "enmasse_auth_service_authentications_total",
+                 "enmasse_loop_last_run_timestamp_seconds", "enmasse_loop_last_run_failed",
+                 "enmasse_loop_refusals_total"):
         assert any(w.startswith("enmasse-alerts.yml") for w in refs[name])
     gw_dash = {n for n, w in refs.items() if any(x.startswith("enmasse-mqtt-gateway-auth.json") for x in w)}
     assert {"enmasse_mqtt_gateway_connected_clients", "enmasse_mqtt_gateway_connections_total",
