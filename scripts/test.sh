@@ -7,8 +7,8 @@
 # cached by scripts/build-kubernetes.sh), Spark (real local[2] jobs) and the Molecule scenario
 # (systemd container, podman).
 #
-#   bash scripts/test.sh              # everything (tests/unit beside the rest, see the end)
-#   ENMASSE_SERIAL_TESTS=1 bash scripts/test.sh   # everything in one pytest run
+#   bash scripts/test.sh              # everything (lint, sanity and tests/unit beside the rest)
+#   ENMASSE_SERIAL_TESTS=1 bash scripts/test.sh   # static checks first, then one pytest run
 #   bash scripts/test.sh -m unit      # extra arguments go to pytest (static checks still run)
 #   ENMASSE_SKIP_STATIC=1 bash scripts/test.sh -m unit   # pytest only
 #
@@ -20,6 +20,11 @@ cd "$(dirname "$0")/.."
 ARTEMIS_VERSION=${ARTEMIS_VERSION:-2.40.0}
 
 log() { printf '\n=== %s %s\n' "$(date -u +%H:%M:%S)" "$*"; }
+# the whole suite (no pytest arguments): the static checks and tests/unit run
+# at a lower priority beside the other tiers (see the end)
+whole=0
+if [ "$#" -eq 0 ] && [ -z "${ENMASSE_SERIAL_TESTS:-}" ]; then whole=1; fi
+static_pid=""
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   need=()
@@ -136,28 +141,39 @@ sys.exit(1 if bad else 0)' "$@"
   fi
 
   # sanity and ansible-lint side by side (each mostly one process; about
-  # 70 s each on a quiet 2-core machine); sanity's output follows lint's
-  log "ansible-test sanity (in the background) and ansible-lint (production profile)"
-  sanity_log=$(mktemp)
-  bash scripts/sanity.sh >"$sanity_log" 2>&1 &
-  sanity_pid=$!
-  lint_rc=0
-  ansible-lint --profile production || lint_rc=$?
-  sanity_rc=0
-  wait "$sanity_pid" || sanity_rc=$?
-  log "ansible-test sanity (rc=$sanity_rc)"
-  cat "$sanity_log"
-  rm -f "$sanity_log"
-  if [ "$lint_rc" != 0 ] || [ "$sanity_rc" != 0 ]; then
-    echo "static checks failed: ansible-lint rc=$lint_rc, ansible-test sanity rc=$sanity_rc"
-    exit 1
+  # 70 s each on a quiet 2-core machine). For the whole suite they run at
+  # nice 10 beside pytest (below) and their output follows the tests'; with
+  # pytest arguments (or ENMASSE_SERIAL_TESTS) they run first and stop the run.
+  static_log=$(mktemp)
+  static_checks() {
+    local sanity_log sanity_pid lint_rc=0 sanity_rc=0
+    sanity_log=$(mktemp)
+    bash scripts/sanity.sh >"$sanity_log" 2>&1 &
+    sanity_pid=$!
+    ansible-lint --profile production || lint_rc=$?
+    wait "$sanity_pid" || sanity_rc=$?
+    log "ansible-test sanity (rc=$sanity_rc)"
+    cat "$sanity_log"
+    rm -f "$sanity_log"
+    if [ "$lint_rc" != 0 ] || [ "$sanity_rc" != 0 ]; then
+      echo "static checks failed: ansible-lint rc=$lint_rc, ansible-test sanity rc=$sanity_rc"
+      return 1
+    fi
+  }
+  if [ "$whole" = 1 ]; then
+    log "ansible-test sanity and ansible-lint (production profile): in the background at nice 10, output at the end"
+    nice -n 10 bash -c "$(declare -f log static_checks); static_checks" >"$static_log" 2>&1 &
+    static_pid=$!
+  else
+    log "ansible-test sanity (in the background) and ansible-lint (production profile)"
+    static_checks || exit 1
   fi
 fi
 
 log "kubernetes: etcd, kube-apiserver and kube-controller-manager v1.33.13 (scripts/build-kubernetes.sh; cached)"
 bash scripts/build-kubernetes.sh >/dev/null
 
-if [ "$#" -gt 0 ] || [ -n "${ENMASSE_SERIAL_TESTS:-}" ]; then
+if [ "$whole" = 0 ]; then
   log "pytest"
   exec python3 -m pytest "$@"
 fi
@@ -170,17 +186,26 @@ log "pytest tests/unit (in the background, nice 10)"
 unit_log=$(mktemp)
 nice -n 10 python3 -m pytest tests/unit -p no:cacheprovider --junitxml=tests/output/junit-unit.xml >"$unit_log" 2>&1 &
 unit_pid=$!
-trap 'kill "$unit_pid" 2>/dev/null || true' EXIT
+trap 'kill "$unit_pid" $static_pid 2>/dev/null || true' EXIT
 log "pytest: everything but tests/unit"
 rest_rc=0
 python3 -m pytest --ignore=tests/unit || rest_rc=$?
 unit_rc=0
 wait "$unit_pid" || unit_rc=$?
+static_rc=0
+if [ -n "$static_pid" ]; then
+  wait "$static_pid" || static_rc=$?
+fi
 trap - EXIT
 log "pytest tests/unit (rc=$unit_rc)"
 cat "$unit_log"
 rm -f "$unit_log"
-if [ "$rest_rc" != 0 ] || [ "$unit_rc" != 0 ]; then
-  echo "tests failed: tests/unit rc=$unit_rc, the rest rc=$rest_rc"
+if [ -n "$static_pid" ]; then
+  log "static checks: ansible-lint and ansible-test sanity (rc=$static_rc)"
+  cat "$static_log"
+  rm -f "$static_log"
+fi
+if [ "$rest_rc" != 0 ] || [ "$unit_rc" != 0 ] || [ "$static_rc" != 0 ]; then
+  echo "failed: static checks rc=$static_rc, tests/unit rc=$unit_rc, the other tests rc=$rest_rc"
   exit 1
 fi
