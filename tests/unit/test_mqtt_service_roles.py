@@ -144,3 +144,32 @@ def test_site_gives_the_gateway_the_service_password_the_auth_service_wrote(tmp_
     """ % json.dumps(expr)
     out = play(tmp_path, body)
     assert "SERVICE-DIR=/auth-secrets" in out, out
+
+
+def test_site_gives_the_gateway_the_routers_amqp_endpoints_only_this_hosts_first(tmp_path):
+    """The space's status lists the routers' AMQP endpoints and the gateways'
+    own MQTT ones (mqtts-<host>, mqtt-<host>): the gateway's `routers` are the
+    AMQP ones only (an MQTT port there was tried as a router at failover),
+    this host's router first, then the others sorted."""
+    import yaml
+    with open(os.path.join(REPO, "playbooks", "site.yml")) as f:
+        plays = yaml.safe_load(f)
+    (gateway,) = [p for p in plays if p.get("hosts") == "mqtt_gateways"]
+    endpoints = [
+        {"name": "amqps-r1", "host": "r1", "port": 5700, "protocols": ["amqps"]},
+        {"name": "amqps-r2", "host": "r2", "port": 5700, "protocols": ["amqps", "amqp"]},
+        {"name": "amqps-r3", "host": "r3", "port": 5700, "protocols": ["amqps"]},
+        {"name": "mqtts-r2", "host": "r2", "port": 8883, "protocols": ["mqtts"]},
+        {"name": "mqtt-r2", "host": "r2", "port": 1883, "protocols": ["mqtt"]},
+        {"name": "mqtts-r1", "host": "r1", "port": 8883, "protocols": ["mqtts"]},
+    ]
+    play_vars = {k: v for k, v in gateway["vars"].items() if k.startswith("__mqtt") or k == "mqtt_gateway_spaces"}
+    play_vars.update({
+        "address_spaces": [{"name": "s1", "type": "standard", "plan": "p", "addresses": [], "users": []}],
+        "__mqtt_space_info": {"results": [{"item": "s1", "address_space": {"status": {"endpoints": endpoints}}}]},
+        "router_connect_host": "r2",
+    })
+    body = [{"hosts": "localhost", "gather_facts": False, "vars": play_vars,
+             "tasks": [{"ansible.builtin.debug": {"msg": "ROUTERS={{ mqtt_gateway_spaces[0].routers | to_json }}"}}]}]
+    out = play(tmp_path, yaml.safe_dump(body))
+    assert 'ROUTERS=[\\"r2:5700\\", \\"r1:5700\\", \\"r3:5700\\"]' in out, out
