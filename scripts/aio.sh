@@ -30,6 +30,10 @@
 #      reached with the community.docker.nsenter connection (the namespaces of
 #      the container's init, entered directly: a few ms per command, where
 #      `podman exec` costs about 0.3 s, several times per task);
+#   4b. the MQTT gateway: built once from gateway/mqtt (scripts/build-mqtt-gateway.sh;
+#      Go >= 1.25 from scripts/go-toolchain.sh: with Debian's golang-go, too old
+#      itself, the toolchain is fetched as a Go module) and passed as
+#      mqtt_gateway_binary;
 #   5. runs playbooks/site.yml with the collection importable as
 #      enmasse.messaging (scripts/collection-path.sh).
 #
@@ -38,7 +42,8 @@
 #
 # Environment: ARTEMIS_VERSION (2.40.0), ENMASSE_AIO_CONTAINER (enmasse-aio),
 # ENMASSE_AIO_TARGET (auto | host | container), ENMASSE_VENV (.venv),
-# ENMASSE_AIO_IMAGE_BUILDER (scripts/build-test-image.sh).
+# ENMASSE_AIO_IMAGE_BUILDER (scripts/build-test-image.sh), ENMASSE_MQTT_GATEWAY
+# (a gateway binary already built: not built again).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -56,7 +61,7 @@ while [ $# -gt 0 ]; do
     --uninstall) uninstall=1 ;;
     --print-ports) print_ports=1 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -143,6 +148,20 @@ archive_args=()
 ROUTER_ARCHIVE="$(bash scripts/router-archive.sh 2>/dev/null || true)"
 if [ -n "$ROUTER_ARCHIVE" ]; then
   archive_args+=(-e "router_archive_src=$ROUTER_ARCHIVE" -e "router_archive_checksum=sha512:$(sha512sum "$ROUTER_ARCHIVE" | cut -c1-128)")
+fi
+
+# the MQTT gateway (no package registry serves it): built from gateway/mqtt
+# once into the cache, with a Go >= its go.mod's (scripts/go-toolchain.sh
+# fetches the toolchain as a Go module when the machine has none), passed as
+# the mqtt_gateway role's offline path
+if [ "$uninstall" -eq 0 ] && [ "$print_ports" -eq 0 ]; then
+  GATEWAY_BIN="${ENMASSE_MQTT_GATEWAY:-}"
+  if [ -z "$GATEWAY_BIN" ]; then
+    log "MQTT gateway: scripts/build-mqtt-gateway.sh (cached by the sources' hash)"
+    GATEWAY_BIN="$(bash scripts/build-mqtt-gateway.sh)" || die "the MQTT gateway did not build (see above)"
+  fi
+  [ -f "$GATEWAY_BIN" ] || die "ENMASSE_MQTT_GATEWAY=$GATEWAY_BIN: no such file (a built gateway, or unset to build it)"
+  archive_args+=(-e "mqtt_gateway_binary=$GATEWAY_BIN")
 fi
 
 # --- 3. the variables, and the ports they give every instance --------------------

@@ -111,6 +111,15 @@ def test_aio_print_ports_publishes_every_instance(tmp_path):
     assert 9000 not in ports                         # nor Keycloak's management port
 
 
+def test_aio_print_ports_publishes_the_mqtt_gateway_tls_port_of_the_standard_space():
+    # the embedded default: demo-standard on the router (5700) and its MQTT endpoint (8883, TLS)
+    r = _run(["bash", "scripts/aio.sh", "--print-ports"])
+    assert r.returncode == 0, r.stdout
+    ports = set(int(p) for p in r.stdout.strip().splitlines()[-1].split())
+    assert {5700, 8883} <= ports, r.stdout
+    assert not ports & set(range(9400, 9500)), r.stdout   # no metrics port (mqtt_gateway_metrics_port 9467 on)
+
+
 def test_aio_brokers_listen_where_the_inventory_says_and_advertise_reachable_endpoints(tmp_path):
     """broker.xml and the endpoints of both instances, rendered for the aio host."""
     two = tmp_path / "two.yml"
@@ -201,7 +210,8 @@ def stubs(tmp_path):
     log.write_text("")
     env = dict(os.environ, PATH="%s:/usr/bin:/bin" % sb, HOME=str(home), STUB_LOG=str(log),
                ENMASSE_AIO_TARGET="container", ENMASSE_AIO_IMAGE_BUILDER=str(sb / "image-builder"),
-               ENMASSE_VENV=str(tmp_path / "venv"))
+               ENMASSE_VENV=str(tmp_path / "venv"), ENMASSE_MQTT_GATEWAY=str(sb / "enmasse-mqtt-gateway"))
+    (sb / "enmasse-mqtt-gateway").write_text("stub")
     return env, log, sb
 
 
@@ -213,6 +223,20 @@ def test_aio_check_run_does_not_say_deployed(stubs):
     assert "check run" in r.stdout and "nothing was changed" in r.stdout, r.stdout
     r = _run(["bash", "scripts/aio.sh"], env=env)
     assert r.returncode == 0 and "deployed in" in r.stdout, r.stdout
+
+
+def test_aio_passes_the_mqtt_gateway_it_built_or_was_given(stubs):
+    # the group mqtt_gateways of inventories/aio needs the program: site.yml gets it as the role's offline path
+    env, log = stubs[:2]
+    r = _run(["bash", "scripts/aio.sh"], env=env)
+    assert r.returncode == 0, r.stdout
+    site = [line for line in log.read_text().splitlines() if line.startswith("ansible-playbook") and "site.yml" in line]
+    assert site and all("mqtt_gateway_binary=%s" % env["ENMASSE_MQTT_GATEWAY"] in line for line in site), site
+    # a path that is not there: refused before any playbook runs
+    log.write_text("")
+    r = _run(["bash", "scripts/aio.sh"], env=dict(env, ENMASSE_MQTT_GATEWAY="/nonexistent/gw"))
+    assert r.returncode != 0 and "ENMASSE_MQTT_GATEWAY=/nonexistent/gw: no such file" in r.stdout, r.stdout
+    assert "site.yml" not in log.read_text()
 
 
 def test_aio_enters_the_container_namespaces_not_podman_exec(stubs):
