@@ -394,8 +394,8 @@ def test_wills_survive_a_kill_9_of_the_gateway(env, tmp_path):
     consumer = tmg.Consumer(env, "q1")
     try:
         genv = on(env, gw)
-        now, normal, cancelled, delayed = (payload(t) for t in ("crash-now", "crash-normal", "crash-cancel",
-                                                                 "crash-delay"))
+        tags = ("crash-now", "crash-normal", "crash-cancel", "crash-delay")
+        now, normal, cancelled, delayed = (payload(t) for t in tags)
         clients = [will_client(genv, "q1", now, client_id="crash-now"),
                    will_client(genv, "q1", normal, client_id="crash-normal")]
         t_cancel = time.time()  # before the gateway registered that will (its delay runs from there)
