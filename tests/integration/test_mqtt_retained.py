@@ -322,6 +322,41 @@ def test_the_service_user_itself_reads_the_retained_queue(env):
         conn.close()
 
 
+def send_refusal(conn, address):
+    """Why the router refused a sender to ``address`` or its message ("": sent and accepted;
+    "timeout": no credit, which is not a refusal by the policy)."""
+    from proton import Message, Timeout
+    from proton.utils import LinkDetached, SendException
+    try:
+        conn.create_sender(address).send(Message(body="x"), timeout=3)
+    except Timeout:
+        return "timeout"
+    except (LinkDetached, SendException) as e:
+        return "%s %s" % (type(e).__name__, e)
+    return ""
+
+
+def test_the_service_user_sends_to_the_spaces_declared_addresses_only(env):
+    """The wills a gateway journaled before it died go out on the service connection
+    (gateway/mqtt/journal.go): the vhost space-a.mqtt lets the service user send to space-a/X for
+    the declared addresses X, and nothing else (mqtt_service.service_targets)."""
+    from proton import Message
+    body = "svc-" + os.urandom(4).hex()
+    consumer = tmg.Consumer(env, "q1")
+    conn = asr.connect(dict(env, ports={SPACE: env["service_ports"][SPACE]}), SPACE, "mqtt-gateway",
+                       env["service_password"])
+    try:
+        conn.create_sender("space-a/q1").send(Message(body=body), timeout=10)  # accepted, else it raises
+        assert tmg.wait_for(lambda: [m for m in consumer.messages if m.body == body], 10), "not delivered to q1"
+        for name in ("space-a/undeclared", "space-b/q1", "q1", "space-a/"):
+            why = send_refusal(conn, name)
+            assert "unauthorized" in why, (name, why)  # the vhost's policy, not a lack of credit
+        assert cannot_receive(conn, "space-a/q1")  # send only
+    finally:
+        conn.close()
+        consumer.stop()
+
+
 def test_a_user_of_another_space_cannot_reach_this_spaces_retained_queue(env):
     retain(env, "t/g", b"internal")
     # bob of space-b: through his own listener the name gets his space's prefix
