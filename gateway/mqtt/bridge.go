@@ -88,6 +88,7 @@ type Bridge struct {
 	reads    sync.Map     // readKey -> chan readResult: retained reads started at the ACL check
 	subacks  sync.Map     // subackKey -> chan struct{}: closed when that SUBACK was written
 	delayed  delayedWills // MQTT 5 wills waiting for their delay (will.go)
+	Journal  *Journal     // nil: no state_dir, wills do not survive the process (journal.go)
 }
 
 func NewBridge(c *Config, t *Table, tlsc *tls.Config, log *slog.Logger) *Bridge {
@@ -192,12 +193,23 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 		b.Metrics.Connection(outcome)
 		return connack(cl, code, v3)
 	}
+	if w != nil && b.Journal != nil {
+		// durable before the CONNACK: a will the client was told about survives a crash
+		if err := b.Journal.Write(w); err != nil {
+			_ = l.conn.Close()
+			b.release(user)
+			b.Log.Error("connect refused: will not journaled", "client", cl.ID, "user", user, "error", err)
+			b.Metrics.Connection(connServerUnavailable)
+			return connack(cl, packets.ErrServerUnavailable, packets.Err3ServerUnavailable.Code)
+		}
+	}
 	cs := newConnState(int(*b.Config.ReceiveMaximum))
 	cs.will = w
 	fresh := l
 	var t takeover
 	l, cs.resumed, t, err = b.openSession(cl, pk.Connect.Clean, fresh, cs)
 	if err != nil {
+		b.Journal.Remove(w)
 		_ = fresh.conn.Close()
 		b.release(user)
 		b.Log.Info("connect refused: client id in use by another user", "client", cl.ID, "user", user, "remote", cl.Net.Remote)

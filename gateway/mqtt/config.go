@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 )
 
@@ -33,6 +34,8 @@ type Config struct {
 	ServicePasswordFile string   `json:"service_password_file"`
 	RetainedAddress     string   `json:"retained_address"`
 	servicePassword     string
+	// the will journal (journal.go): the instance's own directory; "": none
+	StateDir string `json:"state_dir"`
 	// the metrics endpoint (metrics.go): both or none
 	MetricsListen       string `json:"metrics_listen"`
 	MetricsPasswordFile string `json:"metrics_password_file"`
@@ -150,6 +153,9 @@ func (c *Config) Validate() error {
 	if err := c.validateService(); err != nil {
 		return err
 	}
+	if err := c.validateStateDir(); err != nil {
+		return err
+	}
 	if err := c.validateMetrics(); err != nil {
 		return err
 	}
@@ -187,5 +193,35 @@ func (c *Config) validateMetrics() error {
 		return err
 	}
 	c.metricsCredentials = cred
+	return nil
+}
+
+// validateStateDir: state_dir (optional) is an absolute path of an existing
+// directory of this instance alone: no access for group or others (0700,
+// systemd's StateDirectoryMode), writable by the gateway (a file is made
+// and removed).
+func (c *Config) validateStateDir() error {
+	if c.StateDir == "" {
+		return nil
+	}
+	if !filepath.IsAbs(c.StateDir) {
+		return fmt.Errorf("state_dir: %q must be an absolute path", c.StateDir)
+	}
+	st, err := os.Stat(c.StateDir)
+	if err != nil {
+		return fmt.Errorf("state_dir: %v", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("state_dir: %q is not a directory", c.StateDir)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("state_dir: %q has mode %04o: group and others must have no access (0700)", c.StateDir, st.Mode().Perm())
+	}
+	f, err := os.CreateTemp(c.StateDir, journalTmp+"check-*")
+	if err != nil {
+		return fmt.Errorf("state_dir: %q is not writable: %v", c.StateDir, err)
+	}
+	_ = f.Close()
+	_ = os.Remove(f.Name())
 	return nil
 }

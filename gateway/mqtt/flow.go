@@ -377,6 +377,7 @@ func (b *Bridge) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 	keep := b.detach(cl, l, expire)
 	b.Log.Info("disconnected", "client", cl.ID, "user", l.user, "session_kept", keep, "error", err)
 	if cs.will == nil || !willDue(err, cl.StopCause()) {
+		b.Journal.Remove(cs.will) // a normal DISCONNECT: no will
 		if !keep {
 			b.closeLink(l)
 		}
@@ -385,6 +386,8 @@ func (b *Bridge) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 	if keep {
 		if wl := b.willLink(cl, l); wl != nil {
 			b.goneWithWill(cl, wl, cs.will)
+		} else {
+			b.Journal.Remove(cs.will) // given up, as fireWill does
 		}
 		return
 	}

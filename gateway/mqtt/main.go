@@ -101,6 +101,11 @@ func main() {
 	b := NewBridge(c, table, rtls, log)
 	b.Server = server
 	b.Store = newRetainStore(c, b)
+	if c.StateDir != "" {
+		b.Journal = &Journal{Dir: c.StateDir, Log: log}
+	} else {
+		log.Info("no state_dir: wills do not survive the gateway process (kill -9, OOM)")
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var mh *MetricsHandler
@@ -114,6 +119,8 @@ func main() {
 	if err := server.AddHook(b, nil); err != nil {
 		fail(err)
 	}
+	// the previous process's wills, before any client connects (journal.go)
+	b.recoverWills()
 	// the listeners hand mochi tailConns (disconnect.go); otherwise mochi's TCP listener
 	if c.ListenTLS != "" {
 		ln, err := net.Listen("tcp", c.ListenTLS)
@@ -138,7 +145,8 @@ func main() {
 	}
 	log.Info("started", "listen_tls", c.ListenTLS, "listen_plain", c.ListenPlain, "routers", c.Routers,
 		"addresses", len(table.Addresses),
-		"retained_address", c.RetainedAddress, "service_user", c.ServiceUser, "metrics_listen", c.MetricsListen)
+		"retained_address", c.RetainedAddress, "service_user", c.ServiceUser, "metrics_listen", c.MetricsListen,
+		"state_dir", c.StateDir)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	for s := range sig {

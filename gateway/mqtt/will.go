@@ -47,6 +47,9 @@ type will struct {
 	delay   time.Duration
 	state   atomic.Int32
 	stop    chan struct{} // closed when a scheduled will is cancelled
+	// the will journal (journal.go): when it was registered, its file ("": none)
+	registered time.Time
+	journal    string
 }
 
 var errNotAddress = errors.New("not an address of the space")
@@ -118,7 +121,7 @@ func (b *Bridge) registerWill(cl *mqtt.Client, l *link) (*will, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &will{client: cl.ID, user: l.user, address: address, stop: make(chan struct{}),
+	w := &will{client: cl.ID, user: l.user, address: address, stop: make(chan struct{}), registered: time.Now(),
 		delay: time.Duration(cw.WillDelayInterval) * time.Second,
 		pk: packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: cw.Qos, Retain: cw.Retain},
 			TopicName: cw.TopicName, Payload: cw.Payload}}
@@ -212,6 +215,7 @@ func (b *Bridge) goneWithWill(cl *mqtt.Client, l *link, w *will) {
 	}
 	if takenOver(cl.StopCause()) && b.sameUserConnected(cl, l.user) {
 		w.state.Store(willDone) // the new connection came within the delay [MQTT-3.1.3-9]
+		b.Journal.Remove(w)
 		b.Log.Info("will cancelled: session taken over within the will delay", "client", cl.ID)
 		_ = l.conn.Close()
 		return
@@ -228,6 +232,7 @@ func (b *Bridge) goneWithWill(cl *mqtt.Client, l *link, w *will) {
 			b.fireWill(cl, l, w, willScheduled)
 		case <-w.stop:
 			b.Log.Info("will cancelled: the client reconnected within the will delay", "client", w.client)
+			b.Journal.Remove(w)
 			_ = l.conn.Close()
 		}
 	}()
@@ -242,6 +247,7 @@ func (b *Bridge) fireWill(cl *mqtt.Client, l *link, w *will, from int32) {
 		return
 	}
 	defer w.state.Store(willDone)
+	defer b.Journal.Remove(w) // sent, or given up: not tried again after a restart
 	conn := l
 	defer func() {
 		_ = l.conn.Close()

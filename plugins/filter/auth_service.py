@@ -144,8 +144,10 @@ def auth_service_users_file(space, generated_password=None, previous=None, itera
 def auth_service_mqtt_users_file(space, password, previous=None, iterations=backends.DEFAULT_ITERATIONS):
     """The users file document of the MQTT gateways' service realm of the
     standard space ``space`` (``<space>.mqtt``, standard/mqtt_service.py):
-    the one service user with ``password`` and the groups send/recv of
-    ``$mqtt/<space>/*``; ``previous`` keeps an unchanged hash."""
+    the one service user with ``password`` and the groups send/recv of every
+    address (what it reaches is the realm's vhost: ``$mqtt/<space>/*`` and
+    the space's declared addresses to send to); ``previous`` keeps an
+    unchanged hash."""
     errors = space_name_errors(space)
     if not isinstance(password, str) or not password:
         errors.append("password: must be a non-empty string")

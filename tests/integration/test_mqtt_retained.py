@@ -14,6 +14,7 @@ the retained queue when the first is drained (the last test)."""
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -24,6 +25,7 @@ from standard_env import StandardEnv, build_router
 
 from ansible_collections.enmasse.messaging.plugins.filter.auth_service import auth_service_mqtt_users_file
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
+from ansible_collections.enmasse.messaging.plugins.module_utils.mqtt import mapping
 
 pytestmark = [pytest.mark.integration, pytest.mark.router]
 
@@ -320,6 +322,41 @@ def test_the_service_user_itself_reads_the_retained_queue(env):
         conn.close()
 
 
+def send_refusal(conn, address):
+    """Why the router refused a sender to ``address`` or its message ("": sent and accepted;
+    "timeout": no credit, which is not a refusal by the policy)."""
+    from proton import Message, Timeout
+    from proton.utils import LinkDetached, SendException
+    try:
+        conn.create_sender(address).send(Message(body="x"), timeout=3)
+    except Timeout:
+        return "timeout"
+    except (LinkDetached, SendException) as e:
+        return "%s %s" % (type(e).__name__, e)
+    return ""
+
+
+def test_the_service_user_sends_to_the_spaces_declared_addresses_only(env):
+    """The wills a gateway journaled before it died go out on the service connection
+    (gateway/mqtt/journal.go): the vhost space-a.mqtt lets the service user send to space-a/X for
+    the declared addresses X, and nothing else (mqtt_service.service_targets)."""
+    from proton import Message
+    body = "svc-" + os.urandom(4).hex()
+    consumer = tmg.Consumer(env, "q1")
+    conn = asr.connect(dict(env, ports={SPACE: env["service_ports"][SPACE]}), SPACE, "mqtt-gateway",
+                       env["service_password"])
+    try:
+        conn.create_sender("space-a/q1").send(Message(body=body), timeout=10)  # accepted, else it raises
+        assert tmg.wait_for(lambda: [m for m in consumer.messages if m.body == body], 10), "not delivered to q1"
+        for name in ("space-a/undeclared", "space-b/q1", "q1", "space-a/"):
+            why = send_refusal(conn, name)
+            assert "unauthorized" in why, (name, why)  # the vhost's policy, not a lack of credit
+        assert cannot_receive(conn, "space-a/q1")  # send only
+    finally:
+        conn.close()
+        consumer.stop()
+
+
 def test_a_user_of_another_space_cannot_reach_this_spaces_retained_queue(env):
     retain(env, "t/g", b"internal")
     # bob of space-b: through his own listener the name gets his space's prefix
@@ -370,6 +407,82 @@ def test_a_retained_will_is_stored_as_a_retained_publish(env):
     assert tmg.wait_for(lambda: got.extend(subscribe_and_get(env, "t/d", gw=1, timeout=2)) or body in [x[1] for x in got],
                         20), "no retained will: %s" % got
     assert got[-1] == ("t/d", body, True)
+
+
+# ------------------------------------------------- wills journaled by a gateway that died (issue 21)
+
+def journal_files(state):
+    return sorted(n for n in os.listdir(state) if n.endswith(".will"))
+
+
+def test_wills_survive_a_kill_9_of_the_gateway(env, tmp_path):
+    """A gateway instance with a state_dir (gateway/mqtt/journal.go) is killed with SIGKILL while
+    clients with wills are connected; started again (as systemd's Restart=always does) it
+    publishes each journaled will once, on its service connection: not the will of a client that
+    DISCONNECTed normally, not a delayed will whose client (same id, same user) reconnected first;
+    a second restart publishes nothing more."""
+    from test_mqtt_wills import bodies, payload, will_client
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    config = gateway_config(env["std"], str(tmp_path), env["status"], 0, env["service_password"])
+    gw = Gateway(tmg.gateway_binary(), str(tmp_path), "gw-journal", dict(config, state_dir=str(state))).start()
+    consumer = tmg.Consumer(env, "q1")
+    try:
+        genv = on(env, gw)
+        tags = ("crash-now", "crash-normal", "crash-cancel", "crash-delay")
+        now, normal, cancelled, delayed = (payload(t) for t in tags)
+        clients = [will_client(genv, "q1", now, client_id="crash-now"),
+                   will_client(genv, "q1", normal, client_id="crash-normal")]
+        t_cancel = time.time()  # before the gateway registered that will (its delay runs from there)
+        clients.append(will_client(genv, "q1", cancelled, client_id="crash-cancel", delay=6))
+        t_delay = time.time()
+        clients.append(will_client(genv, "q1", delayed, client_id="crash-delay", delay=3))
+        registered = time.time()  # after every registration
+        assert [m.connack for m in clients] == [0, 0, 0, 0]
+        clients[1].close()  # a normal DISCONNECT: its journal file goes
+        tmg.OPEN.remove(clients[1])
+        assert tmg.wait_for(lambda: len(journal_files(state)) == 3, 10), journal_files(state)
+        text = "".join((state / n).read_text() for n in journal_files(state))
+        assert "secret-a" not in text and "password" not in text and '"user":"alice"' in text
+        for m in (clients[0], clients[2], clients[3]):  # no reconnect by paho, no DISCONNECT, no TCP close
+            m.c.loop_stop()
+        gw.kill()  # SIGKILL: the process sends nothing more
+        time.sleep(0.5)
+        assert not [x for x in consumer.messages if bytes(x.body) in (now, normal, cancelled, delayed)], \
+            "a will went before the restart"
+        for m in (clients[0], clients[2], clients[3]):
+            m.c.socket().close()
+            tmg.OPEN.remove(m)
+        gw.start()  # Restart=always
+        back = tmg.Mqtt(genv, "alice", "secret-a", client_id="crash-cancel")  # within crash-cancel's delay
+        assert back.connack == 0
+        assert time.time() - t_cancel < 6, "too slow to test the cancel"
+        got = consumer.wait(1)
+        assert tmg.wait_for(lambda: bodies(consumer, delayed), 15), "the delayed will did not come"
+        assert time.time() - t_delay >= 3, "the delayed will came before its delay"
+        assert tmg.wait_for(lambda: not journal_files(state), 10), journal_files(state)
+        time.sleep(max(0.0, registered + 7 - time.time()))  # past crash-cancel's delay
+        assert len(bodies(consumer, now)) == 1 and len(bodies(consumer, delayed)) == 1, consumer.messages
+        assert not bodies(consumer, normal), "the will of a normal DISCONNECT was sent"
+        assert not bodies(consumer, cancelled), "a delayed will whose client came back was sent"
+        got = bodies(consumer, now)[0]
+        assert got.durable and got.annotations[mapping.ANNOTATION_QOS] == 1
+        assert bodies(consumer, delayed)[0].annotations[mapping.ANNOTATION_WILL_DELAY] == 3
+        back.close()
+        tmg.OPEN.remove(back)
+        with open(gw.log) as f:
+            log = f.read()
+        assert log.count("journaled=true") == 2 and env["service_password"] not in log
+        # a second restart: the journal is empty, nothing more is sent
+        gw.kill()
+        gw.start()
+        time.sleep(1.5)
+        assert len(bodies(consumer, now)) == 1 and len(bodies(consumer, delayed)) == 1, consumer.messages
+        assert not bodies(consumer, normal) and not bodies(consumer, cancelled)
+    finally:
+        consumer.stop()
+        if gw.proc:
+            asr.stop(gw.proc)
 
 
 def queue_names(env):

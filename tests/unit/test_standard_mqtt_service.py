@@ -26,12 +26,45 @@ def test_names_of_a_space():
     assert mq.realm("a").endswith(backends.SERVICE_REALM_SUFFIX)  # the auth service reads it from users files
 
 
-def test_groups_are_the_auth_services_encoding_of_send_and_recv_on_the_prefix():
+def test_groups_grant_every_address_so_that_the_vhost_lists_apply():
+    # no address-authz from the auth service (auth/server.py EVERY_ADDRESS): qdrouterd 1.19 would
+    # use it instead of the vhost's lists, and a users file cannot follow the space's addresses
     groups = mq.groups("tenant-a")
-    assert groups == ["recv_%24mqtt%2Ftenant-a%2F%2A", "send_%24mqtt%2Ftenant-a%2F%2A"]
-    assert groups == backends.authorization_to_groups(
-        [{"addresses": ["$mqtt/tenant-a/*"], "operations": ["send", "recv"]}])
-    assert backends.groups_to_address_authz(groups) == {"$mqtt/tenant-a/*": ["recv", "send"]}
+    assert groups == list(backends.ALL_ADDRESSES_GROUPS)
+    assert backends.groups_to_address_authz(groups) == {"*": ["recv", "send"]}
+    from ansible_collections.enmasse.messaging.plugins.module_utils.auth import server
+    assert backends.groups_to_address_authz(groups) == server.EVERY_ADDRESS
+
+
+def test_service_user_sends_to_the_spaces_declared_addresses_only():
+    # the wills a gateway journaled before it died go out on the service connection after its restart
+    # (gateway/mqtt/journal.go): send to S/X for the space's placed addresses, receive from $mqtt/S/* only
+    addresses = [{"address": "q1", "type": "queue"}, {"address": "t/a", "type": "topic"},
+                 {"address": "sub1", "type": "subscription", "topic": "t/a"}, {"address": "a", "type": "anycast"}]
+    assert mq.service_targets("s", addresses) == ["$mqtt/s/*", "s/a", "s/q1", "s/t/a"]
+    assert mq.service_targets("s") == ["$mqtt/s/*"]
+    ents = mq.router_entities("s", {"port": 5710, "broker": "b2"}, {"host": "auth", "port": 5680},
+                              addresses=addresses)
+    group = ents["enmasse/s/mqtt-vhost"]["groups"]["mqtt-gateway"]
+    targets = group["targets"].split(",")
+    assert targets == ["$mqtt/s/*", "s/a", "s/q1", "s/t/a"]
+    assert group["sources"] == "$mqtt/s/*"  # send only: the service user receives nothing of the space
+    assert group["allowAnonymousSender"] is False and group["allowDynamicSource"] is False
+    # nothing outside the space: every name is the space's (its prefix, or its retained names)
+    assert all(t.startswith("s/") or t.startswith("$mqtt/s/") for t in targets)
+    assert not any(t == "*" or t == "s/*" or t.startswith("other/") for t in targets)
+    other = mq.router_entities("other", {"port": 5711, "broker": "b1"}, {"host": "auth", "port": 5680},
+                               addresses=addresses)["enmasse/other/mqtt-vhost"]["groups"]["mqtt-gateway"]
+    assert not set(other["targets"].split(",")) & set(targets)
+
+
+def test_the_converge_renders_the_service_targets_from_the_placed_addresses(tmp_path):
+    s = svc.StandardService(infra(tmp_path, mqtt_gateways=GATEWAYS))
+    record = {"mqtt_service": {"port": 5710, "broker": "b1"}}
+    desired = svc.space_level(s, "s", 5700, record, [{"address": "q1", "type": "queue"}])
+    assert desired["enmasse/s/mqtt-vhost"]["groups"]["mqtt-gateway"]["targets"] == "$mqtt/s/*,s/q1"
+    desired = svc.space_level(s, "s", 5700, record, [])  # q1 removed (or not placed): gone from the list
+    assert desired["enmasse/s/mqtt-vhost"]["groups"]["mqtt-gateway"]["targets"] == "$mqtt/s/*"
 
 
 def test_the_router_entities_of_the_service():
@@ -48,7 +81,7 @@ def test_the_router_entities_of_the_service():
     vhost = ents["enmasse/s/mqtt-vhost"]
     assert vhost["hostname"] == "s.mqtt" and vhost["allowUnknownUser"] is False
     group = vhost["groups"]["mqtt-gateway"]
-    assert group["sources"] == group["targets"] == "$mqtt/s/*"
+    assert group["sources"] == group["targets"] == "$mqtt/s/*"  # no address placed
     assert sorted((e["direction"], e["prefix"], e["connection"]) for n, e in ents.items() if "linkroute" in n) == [
         ("in", "$mqtt/s", "enmasse/broker/b2"), ("out", "$mqtt/s", "enmasse/broker/b2")]
     assert mq.router_entities("s", None, {"host": "a", "port": 1}) == {}

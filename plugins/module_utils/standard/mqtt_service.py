@@ -9,11 +9,17 @@ MQTT endpoint (the infrastructure file's ``mqtt_gateways`` serve it).
 Per space S with MQTT:
 
 * realm ``S.mqtt`` (no space name has a dot: never a space's realm) with the
-  one service user ``mqtt-gateway``, groups send/recv of ``$mqtt/S/*``
-  (the auth service's encoding, ``auth.backends``); the auth_service role
-  writes its users file;
+  one service user ``mqtt-gateway``, groups send/recv of every address (the
+  auth service's encoding, ``auth.backends``): the auth service then sends
+  no address-authz and the router applies the vhost's lists below; the
+  auth_service role writes its users file;
 * router entities (every name under ``enmasse/S/``, so they go with the
-  space): vhost ``S.mqtt``, authServicePlugin ``enmasse/S/mqtt-auth`` (realm
+  space): vhost ``S.mqtt`` (the service user's group: receive from
+  ``$mqtt/S/*``; send to ``$mqtt/S/*`` and to ``S/X`` for every declared,
+  placed address ``X`` of the space but its subscriptions, the name of ``X``
+  inside the routers: the wills a gateway journaled before it died go out
+  on this connection after its restart, gateway/mqtt/journal.go; nothing
+  else of the space or outside it), authServicePlugin ``enmasse/S/mqtt-auth`` (realm
   ``S.mqtt``), listener ``enmasse/S/mqtt-service``, NOT multiTenant (the
   gateway names ``$mqtt/S/...`` itself; a tenant listener adds ``S/`` to
   every name, so no client of the space reaches them), and the linkRoute
@@ -31,15 +37,12 @@ __metaclass__ = type
 
 import json
 
-try:
-    from urllib.parse import quote
-except ImportError:  # Python 2 (ansible-test's import sanity)
-    from urllib import quote
-
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ServiceError
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as _ent
 
 SERVICE_USER = "mqtt-gateway"
+# auth.backends.ALL_ADDRESSES_GROUPS (not imported: that module is Python 3 only)
+ALL_ADDRESSES_GROUPS = ("recv_%2A", "send_%2A")
 LAST_VALUE_KEY = "mqtt_topic"
 NAMES = ("mqtt-vhost", "mqtt-auth", "mqtt-service", "mqtt-linkroute/in", "mqtt-linkroute/out")
 
@@ -60,8 +63,23 @@ def retained_queue(space):
 def groups(space):
     """The service user's groups, as the auth service reads them
     (``<op>_<url-quoted pattern>``, auth.backends.authorization_to_groups):
-    send and recv of ``$mqtt/S/*``."""
-    return ["%s_%s" % (op, quote(prefix(space) + "/*", safe="")) for op in ("recv", "send")]
+    send and recv of every address, so that the auth service answers no
+    address-authz (qdrouterd 1.19 would use it instead of the vhost's lists)
+    and what the user may reach is the vhost's group (``service_targets``,
+    rewritten with the space's addresses; a users file is written once)."""
+    del space  # the same for every space: the vhost of the realm S.mqtt limits it
+    return list(ALL_ADDRESSES_GROUPS)
+
+
+def service_targets(space, addresses=()):
+    """What the service user may send to, sorted: ``$mqtt/S/*`` (the
+    retained queue) and ``S/X`` (``entities.internal``) for every declared,
+    placed address of the space (``addresses``, plain dicts) but its
+    subscriptions (receive only): a will journaled by a gateway that died is
+    sent there after its restart. Names of other spaces never: the service
+    listener is the space's."""
+    names = set(_ent.internal(space, a["address"]) for a in addresses or () if a.get("type") != "subscription")
+    return [prefix(space) + "/*"] + sorted(names)
 
 
 def served(infra, space):
@@ -74,15 +92,17 @@ def entity_names(space):
     return [pre + n for n in NAMES]
 
 
-def router_entities(space, record, auth, bind_host="0.0.0.0", tls=None):
+def router_entities(space, record, auth, bind_host="0.0.0.0", tls=None, addresses=()):
     """The router entities of the space's MQTT service (``record``: the
-    ledger's ``mqtt_service`` {port, broker}; None: none)."""
+    ledger's ``mqtt_service`` {port, broker}; None: none; ``addresses``: the
+    space's placed addresses, ``service_targets``)."""
     if not record:
         return {}
     pre = _ent.space_prefix(space)
     name = realm(space)
     pattern = prefix(space) + "/*"
-    group = {"users": SERVICE_USER, "remoteHosts": "*", "sources": pattern, "targets": pattern,
+    group = {"users": SERVICE_USER, "remoteHosts": "*", "sources": pattern,
+             "targets": ",".join(service_targets(space, addresses)),
              "allowDynamicSource": False, "allowAnonymousSender": False}
     plugin = {"sslProfile": auth["ssl_profile"]} if auth.get("ssl_profile") else {}
     out = {

@@ -151,7 +151,7 @@ def space_level(service, space, port, record=None, addresses=()):
                                        link_capacity=service.infra.get("link_capacity"),
                                        tls=service.infra.get("client_tls")))
     desired.update(_mqtt.router_entities(space, (record or {}).get("mqtt_service"), service.infra["auth_service"],
-                                         service.infra["bind_host"], service.infra.get("client_tls")))
+                                         service.infra["bind_host"], service.infra.get("client_tls"), addresses))
     return desired
 
 
