@@ -6,12 +6,15 @@ JSON object; the playbook asserts on it.
   mqtt_check.py to-amqp  --gateway H:P --router R --space S --topic T
   mqtt_check.py to-mqtt  --sub H:P --pub H:P --space S --topic T
   mqtt_check.py connect  --gateway H:P --space S [--password P] [--plain]
+  mqtt_check.py will-crash --gateway H:P --router R --space S --topic T --unit U
 """
 
 import argparse
 import json
+import os
 import socket
 import ssl
+import subprocess
 import threading
 import time
 import uuid
@@ -73,6 +76,20 @@ def publish(c, topic, body, qos=1, timeout=20):
         return False
 
 
+def _client_with_will(cfg, gateway, space, topic, body, timeout=20):
+    """A connected MQTT 3.1.1 client with a QoS 1 will on ``topic`` (keep-alive
+    600 s: nothing but the gateway's death ends it during the check)."""
+    host, port = gateway.rsplit(":", 1)
+    c = _client(cfg, space)
+    c.will_set(topic, body.encode(), qos=1)
+    c.reconnect_delay_set(min_delay=120, max_delay=120)
+    done = threading.Event()
+    c.on_connect = lambda *args: done.set()
+    c.connect(host, int(port), keepalive=600)
+    c.loop_start()
+    return c if done.wait(timeout) and c.is_connected() else None
+
+
 class _Receiver(Base):
     """One AMQP receiver (dataplane.py's event-driven client, in a thread of
     its own: the connection is pumped while the MQTT side works). Not a
@@ -105,6 +122,27 @@ class _Receiver(Base):
                                      else str(got))
         self.accept(event.delivery)
         self.stop()
+
+
+class _Later(object):
+    def __init__(self, fn):
+        self.fn = fn
+
+    def on_timer_task(self, _event):
+        self.fn()
+
+
+class _Collector(_Receiver):
+    """A _Receiver that keeps every message and stops 5 s after the first
+    (a second copy of a will would arrive in that time)."""
+
+    def on_message(self, event):
+        got = event.message.body
+        self.result["bodies"].append(bytes(got).decode() if isinstance(got, (bytes, memoryview, bytearray))
+                                     else str(got))
+        self.accept(event.delivery)
+        if len(self.result["bodies"]) == 1:
+            event.container.schedule(5, _Later(self.stop))
 
 
 def _publish_until_puback(cfg, a, body, out, attempts=4):
@@ -158,6 +196,44 @@ def to_amqp(a, cfg):
         # the handler closes after its message (5 s at most for the close) or
         # at its own timeout; a daemon thread never keeps the process alive
         thread.join(6)
+
+
+def will_crash(a, cfg):
+    """kill -9 of the gateway instance (``--unit``, on this host) while a
+    client with a will is connected: systemd starts it again and the
+    restarted process publishes the will it had journaled; an AMQP receiver
+    on the router gets it exactly once (the receiver keeps listening 5 s after
+    the first). ``journal`` is the number of will files before the kill."""
+    body = "will-%s" % uuid.uuid4().hex[:8]
+    out = {"sent": body, "received": []}
+    handler = _Collector(clients.url(a.router, a.space, cfg), a.topic, timeout=2 * a.timeout + 10)
+    thread = threading.Thread(target=Container(handler).run, daemon=True)
+    thread.start()
+    try:
+        if not handler.attached.wait(a.timeout) or handler.errors:
+            return dict(out, stage="attach", errors=handler.errors)
+        c = _client_with_will(cfg, a.gateway, a.space, a.topic, body)
+        if c is None:
+            return dict(out, stage="connect")
+        state = "/var/lib/enmasse-mqtt-gateway/%s" % a.space
+        out["journal"] = len(os.listdir(state))
+        restarts = lambda: subprocess.run(["systemctl", "show", "-P", "NRestarts", a.unit], capture_output=True,  # noqa: E731
+                                          text=True, check=False).stdout.strip()
+        out["restarts_before"] = restarts()
+        t0 = time.time()
+        out["killed"] = subprocess.run(["systemctl", "kill", "-s", "SIGKILL", a.unit], check=False).returncode == 0
+        c.loop_stop()   # the device stays away: paho would connect again (and register its will again)
+        end = t0 + 2 * a.timeout
+        while time.time() < end and not handler.result["bodies"]:
+            time.sleep(0.1)
+        out["seconds"] = round(time.time() - t0, 2)
+        thread.join(12)   # the collector ends 5 s after the first message
+        out["received"] = list(handler.result["bodies"])
+        out["restarts_after"] = restarts()
+        out["journal_after"] = len(os.listdir(state))
+        return dict(out, errors=handler.errors)
+    finally:
+        thread.join(2 * a.timeout + 20)
 
 
 def to_mqtt(a, cfg):
@@ -217,7 +293,11 @@ def main():
     s.add_argument("--password")
     s = sub.add_parser("plain")
     s.add_argument("--gateway", required=True)
-    for name in ("to-amqp", "to-mqtt", "connect", "plain"):
+    s = sub.add_parser("will-crash")
+    s.add_argument("--gateway", required=True)
+    s.add_argument("--router", required=True)
+    s.add_argument("--unit", required=True)
+    for name in ("to-amqp", "to-mqtt", "connect", "plain", "will-crash"):
         s = sub.choices[name]
         s.add_argument("--space", default="tenant-a")
         s.add_argument("--topic", default="greetings")
@@ -230,6 +310,8 @@ def main():
         out = to_mqtt(a, cfg)
     elif a.cmd == "plain":
         out = plain(a)
+    elif a.cmd == "will-crash":
+        out = will_crash(a, cfg)
     else:
         c, out = connect(cfg, a.gateway, a.space, password=a.password)
         if c is not None:
