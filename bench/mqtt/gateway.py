@@ -86,8 +86,9 @@ def gateway_binary():
 class Env(object):
     """qdrouterd + auth service + gateway, and mosquitto, on free loopback ports."""
 
-    def __init__(self, work, max_clients, router_hop="tls", auth_hop="tls"):
+    def __init__(self, work, max_clients, router_hop="tls", auth_hop="tls", mosquitto=True):
         self.work, self.procs, self.logs, self.router_hop, self.auth_hop = work, {}, [], router_hop, auth_hop
+        self.mosquitto = mosquitto  # False: --systems without mosquitto starts none (nor needs it installed)
         self.tls = asr.make_tls(work)
         self.ca = self.tls["ca"]
         self.max_clients = max_clients
@@ -123,7 +124,8 @@ class Env(object):
         for port in (mgmt, self.amqp_port, self.plain_port):
             asr.wait_listening(port, router, os.path.join(self.work, "qdrouterd.log"), "qdrouterd")
         self.start_gateway()
-        self.start_mosquitto()
+        if self.mosquitto:
+            self.start_mosquitto()
         return self
 
     def start_gateway(self):
@@ -349,7 +351,7 @@ def _out(argv, **kw):
 
 
 def versions(env):
-    mosq = _out([MOSQUITTO, "-h"]).splitlines()[0]
+    mosq = _out([MOSQUITTO, "-h"]).splitlines()[0] if env.mosquitto else "not run"
     qdr = _out([os.path.join(env.router_prefix, "sbin", "qdrouterd"), "--version"],
                env=asr.router_env(env.router_prefix))
     git = _out(["git", "log", "-1", "--format=%h %cI", "--", "gateway/mqtt"], cwd=REPO)
@@ -451,7 +453,8 @@ def main(argv=None):
     env = None
     try:
         loadgen = build_loadgen(work)
-        env = Env(work, max(args.clients + [1]), args.router_hop, args.auth_hop).start()
+        env = Env(work, max(args.clients + [1]), args.router_hop, args.auth_hop,
+                  mosquitto="mosquitto" in args.systems).start()
         result = {"machine": machine(), "versions": versions(env), "args": sys.argv[1:], "router_hop": args.router_hop,
                   "auth_hop": args.auth_hop}
         if args.no_quiet:

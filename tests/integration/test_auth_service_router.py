@@ -354,6 +354,38 @@ def test_a_new_space_and_a_changed_password_need_no_restart(env):
     assert env["service"].proc.pid == pid and env["service"].proc.poll() is None
 
 
+def test_a_replaced_auth_service_ca_takes_effect_at_the_next_login(env, tmp_path):
+    """The router's TLS client domain for the auth service (with the
+    collection's patch one per listener, rebuilt when its files' stat
+    changes; docs/router-role.md): a login builds it, then the CA file the
+    router trusts the service with is rewritten in place with another CA's:
+    the next login is refused (the router cannot verify the service); with the
+    original put back the next one gets in. No restart. The clients trust a
+    copy of the original CA (the file under test is the router's)."""
+    copy = str(tmp_path / "ca-copy.pem")
+    shutil.copy(env["ca"], copy)
+    clients = dict(env, ca=copy)
+    connect(clients, "space-a", "alice", "secret-a").close()
+    other = LocalCA(str(tmp_path / "other"), name="other CA")
+    with open(env["ca"], "rb") as f:
+        original = f.read()
+    try:
+        with open(other.cert_file, "rb") as f, open(env["ca"], "wb") as g:
+            g.write(f.read())
+        start = os.path.getsize(env["router_log"])
+        assert refused(clients, "space-a", "alice", "secret-a")
+        with open(env["router_log"]) as f:
+            f.seek(start)
+            # the relay got no mechanisms: it never got through TLS to the service
+            assert "Failed to authenticate client [mech=none]" in f.read()
+    finally:
+        with open(env["ca"], "wb") as g:
+            g.write(original)
+    conn = connect(clients, "space-a", "alice", "secret-a")
+    assert round_trip(conn, "space-a/ca-back", "after the CA came back") == "after the CA came back"
+    conn.close()
+
+
 def test_a_broken_users_file_refuses_its_realm_and_the_service_keeps_serving(env):
     path = os.path.join(env["users_dir"], "space-c.json")
     with open(path, "w") as handle:

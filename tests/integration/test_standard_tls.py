@@ -184,10 +184,15 @@ def test_a_replaced_certificate_is_used_by_the_next_client_without_a_restart(env
     connection, so the role copies new files and restarts nothing
     (docs/router-role.md). Here the router's clients.pem/.key are replaced by
     a certificate of another CA: the next client trusting the collection's CA
-    refuses the router, one trusting the new CA gets in, the same process."""
+    refuses the router, one trusting the new CA gets in, the same process.
+    With the collection's patch (one TLS domain per listener, rebuilt when the
+    files' stat changes) a client connects first, so that the listener holds
+    a built domain that the replacement must invalidate, and the files are
+    rewritten in place (same inode: the size and mtime tell)."""
     tls_dir = os.path.join(env.base_dir, "role", env.routers[0].id, "tls")
     pid = env.routers[0].proc.pid
     port = endpoint(env, "tls-s")["port"]
+    connect("amqps://127.0.0.1:%d" % port, ssl_domain=env.client_domain()).close()
     saved = {}
     for name in ("clients.pem", "clients.key"):
         with open(os.path.join(tls_dir, name), "rb") as f:

@@ -15,6 +15,12 @@
 #   -DBUILD_TESTING=OFF, -DCMAKE_BUILD_TYPE=RelWithDebInfo; extra options follow.
 # - The router embeds the Python it is built with: QDR_PYTHON (default
 #   /usr/bin/python3) must be the Python the router host runs.
+# - Patches: every patches/qdrouterd-<version>-*.patch next to this script
+#   (<version> from the source directory's name, qpid-dispatch-<version>) is
+#   applied with `patch -p1` in name order before configuring; a patch that
+#   does not apply stops the build. Today: qdrouterd-1.19.0-ssl-domain-cache
+#   (one TLS domain per listener instead of one per connection; see
+#   docs/router-role.md).
 # - PREFIX is replaced as a whole; the previous tree is put back when the
 #   install fails.
 # - Writes PREFIX/share/enmasse-messaging/pythonpath: the PYTHONPATH the
@@ -25,6 +31,7 @@
 # new temporary directory, removed afterwards).
 # Prints the prefix on stdout; on failure the end of the failing log on stderr.
 set -euo pipefail
+patch_dir="$(cd "$(dirname "$0")" && pwd)/patches"
 
 [ $# -ge 2 ] || { echo "usage: $0 ARCHIVE PREFIX [EXTRA_CMAKE_OPTION ...]" >&2; exit 2; }
 archive="$1"
@@ -98,6 +105,12 @@ CFG
 tar -xzf "$archive" -C "$work"
 src="$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'qpid-dispatch*' | head -1)"
 [ -n "$src" ] || { echo "build-qdrouterd: $archive holds no qpid-dispatch* directory" >&2; exit 1; }
+version="${src##*/qpid-dispatch-}"
+for p in "$patch_dir/qdrouterd-$version-"*.patch; do
+  [ -f "$p" ] || continue
+  command -v patch >/dev/null || { echo "build-qdrouterd: 'patch' is needed to apply $p" >&2; exit 1; }
+  patch -p1 --batch --forward -d "$src" -i "$p" >"$work/patch.log" 2>&1 || fail "$work/patch.log"
+done
 
 # the Python to embed comes first on PATH (CMake's FindPython takes the first)
 PATH="$(dirname "$python"):$PATH"
