@@ -300,9 +300,7 @@ func (b *Bridge) fireJournaled(w *will, from int32) {
 func (s *RetainStore) Send(address string, msg *amqp.Message, settled bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
 	defer cancel()
-	s.mu.Lock()
-	sess, err := s.session(ctx)
-	s.mu.Unlock()
+	sess, err := s.lockedSession(ctx)
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,13 @@ type RetainStore struct {
 	sender   *amqp.Sender
 }
 
+// lockedSession is session under s.mu.
+func (s *RetainStore) lockedSession(ctx context.Context) (*amqp.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.session(ctx)
+}
+
 // session dials the service listener (the routers in order) once and
 // keeps the connection; a failed operation drops it (reset) and the next
 // one dials again.
@@ -168,9 +175,7 @@ const (
 func (s *RetainStore) Match(filter string) ([]Retained, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
 	defer cancel()
-	s.mu.Lock()
-	sess, err := s.session(ctx)
-	s.mu.Unlock()
+	sess, err := s.lockedSession(ctx)
 	if err != nil {
 		return nil, err
 	}
