@@ -454,7 +454,8 @@ def main(argv=None):
     try:
         loadgen = build_loadgen(work)
         env = Env(work, max(args.clients + [1]), args.router_hop, args.auth_hop,
-                  mosquitto="mosquitto" in args.systems).start()
+                  mosquitto="mosquitto" in args.systems)
+        env.start()  # env is set first: a start that fails half-way is stopped by the finally below
         result = {"machine": machine(), "versions": versions(env), "args": sys.argv[1:], "router_hop": args.router_hop,
                   "auth_hop": args.auth_hop}
         if args.no_quiet:
