@@ -4,6 +4,7 @@ users, groups and memberships in memory and records every request, so the
 service is tested through the real client (URLs, encoding, Location, token)."""
 import itertools
 import json
+import threading
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.keycloak.client import KeycloakClient
@@ -24,6 +25,9 @@ class FakeKeycloak(object):
         self.down = False
         self.refuse_users = set()  # POST users of these names answers 500
         self.count_behind = 0      # users/count answers this many less (users made since)
+        # the client sends from several threads (users.apply's workers): one
+        # request at a time here, as a real server's store is consistent
+        self.lock = threading.Lock()
 
     def client(self):
         client = KeycloakClient("http://kc.test", "admin", "adminpw")
@@ -55,7 +59,8 @@ class FakeKeycloak(object):
             return 401, {}, b""
         parts = [unquote(p) for p in url.path.split("/")[3:]]  # after /admin/realms
         query = dict((k, v[0]) for k, v in parse_qs(url.query).items())
-        status, answer, location = self.route(method, parts, query, body)
+        with self.lock:
+            status, answer, location = self.route(method, parts, query, body)
         headers = {"Location": "http://kc.test/x/" + location} if location else {}
         return status, headers, json.dumps(answer).encode() if answer is not None else b""
 
