@@ -198,6 +198,12 @@ def to_amqp(a, cfg):
         thread.join(6)
 
 
+def _restarts(unit):
+    """systemd's restart count of ``unit``."""
+    return subprocess.run(["systemctl", "show", "-P", "NRestarts", unit], capture_output=True, text=True,
+                          check=False).stdout.strip()
+
+
 def will_crash(a, cfg):
     """kill -9 of the gateway instance (``--unit``, on this host) while a
     client with a will is connected: systemd starts it again and the
@@ -217,9 +223,7 @@ def will_crash(a, cfg):
             return dict(out, stage="connect")
         state = "/var/lib/enmasse-mqtt-gateway/%s" % a.space
         out["journal"] = len(os.listdir(state))
-        restarts = lambda: subprocess.run(["systemctl", "show", "-P", "NRestarts", a.unit], capture_output=True,  # noqa: E731
-                                          text=True, check=False).stdout.strip()
-        out["restarts_before"] = restarts()
+        out["restarts_before"] = _restarts(a.unit)
         t0 = time.time()
         out["killed"] = subprocess.run(["systemctl", "kill", "-s", "SIGKILL", a.unit], check=False).returncode == 0
         c.loop_stop()   # the device stays away: paho would connect again (and register its will again)
@@ -229,7 +233,7 @@ def will_crash(a, cfg):
         out["seconds"] = round(time.time() - t0, 2)
         thread.join(12)   # the collector ends 5 s after the first message
         out["received"] = list(handler.result["bodies"])
-        out["restarts_after"] = restarts()
+        out["restarts_after"] = _restarts(a.unit)
         out["journal_after"] = len(os.listdir(state))
         return dict(out, errors=handler.errors)
     finally:
