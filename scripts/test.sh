@@ -144,7 +144,6 @@ sys.exit(1 if bad else 0)' "$@"
   # 70 s each on a quiet 2-core machine). For the whole suite they run at
   # nice 10 beside pytest (below) and their output follows the tests'; with
   # pytest arguments (or ENMASSE_SERIAL_TESTS) they run first and stop the run.
-  static_log=$(mktemp)
   static_checks() {
     local sanity_log sanity_pid lint_rc=0 sanity_rc=0
     sanity_log=$(mktemp)
@@ -162,6 +161,7 @@ sys.exit(1 if bad else 0)' "$@"
   }
   if [ "$whole" = 1 ]; then
     log "ansible-test sanity and ansible-lint (production profile): in the background at nice 10, output at the end"
+    static_log=$(mktemp)
     nice -n 10 bash -c "$(declare -f log static_checks); static_checks" >"$static_log" 2>&1 &
     static_pid=$!
   else

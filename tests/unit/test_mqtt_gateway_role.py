@@ -44,3 +44,37 @@ def test_bad_input_names_the_field(addresses, space, needle):
     with pytest.raises(AnsibleFilterError) as e:
         flt.mqtt_gateway_table(addresses, space)
     assert needle in str(e.value)
+
+
+# ------------------------------------------------------------ mqtt_served_spaces
+def test_served_spaces_default_every_standard_space_on_8883():
+    assert flt.mqtt_served_spaces(None, ["a", "b"]) == [
+        {"name": "a", "tls_port": 8883, "plain_port": 0}, {"name": "b", "tls_port": 8883, "plain_port": 0}]
+
+
+def test_served_spaces_default_tls_port_is_the_roles():
+    import os
+    import yaml
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "roles", "mqtt_gateway", "defaults", "main.yml")) as f:
+        assert yaml.safe_load(f)["mqtt_gateway_tls_port"] == flt.DEFAULT_TLS_PORT
+
+
+def test_served_spaces_fill_ports_and_keep_other_keys():
+    served = [{"name": "a", "plain_port": "1883", "metrics_port": 9500}, {"name": "x", "tls_port": 0}]
+    assert flt.mqtt_served_spaces(served, ["a"], 8884) == [
+        {"name": "a", "tls_port": 8884, "plain_port": 1883, "metrics_port": 9500},
+        {"name": "x", "tls_port": 0, "plain_port": 0}]
+    assert [s["name"] for s in flt.mqtt_served_spaces(served, ["a"], known_only=True)] == ["a"]
+
+
+@pytest.mark.parametrize("served, names, needle", [
+    ("a", ["a"], "mqtt_gateway_served_spaces: 'a' must be a list"),
+    ([{"tls_port": 1}], ["a"], "mqtt_gateway_served_spaces[0]: {'tls_port': 1} must be a mapping with the string name"),
+    ([{"name": "a", "tls_port": "x"}], ["a"], "mqtt_gateway_served_spaces[0].tls_port: 'x' must be a port number"),
+    (None, "a", "standard_names: 'a' must be a list"),
+])
+def test_served_spaces_bad_input_names_the_field(served, names, needle):
+    with pytest.raises(AnsibleFilterError) as e:
+        flt.mqtt_served_spaces(served, names)
+    assert needle in str(e.value)
