@@ -10,6 +10,7 @@ JSON object; the playbook asserts on it.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -145,6 +146,29 @@ class _Collector(_Receiver):
             event.container.schedule(5, _Later(self.stop))
 
 
+@contextlib.contextmanager
+def _receiving(handler, attach_timeout, join):
+    """Run ``handler`` (a _Receiver) in a daemon thread: yields the thread
+    once the router answered its attach, None if it did not within
+    ``attach_timeout`` or failed; joins the thread (``join`` s at most) at
+    the end."""
+    thread = threading.Thread(target=Container(handler).run, daemon=True)
+    thread.start()
+    try:
+        yield thread if handler.attached.wait(attach_timeout) and not handler.errors else None
+    finally:
+        thread.join(join)
+
+
+def _wait_for_first(handler, seconds, thread=None):
+    """Wait (``seconds`` at most, polling) until ``handler`` has a message or
+    its ``thread`` ended; whether a message is there."""
+    end = time.time() + seconds
+    while time.time() < end and not handler.result["bodies"] and (thread is None or thread.is_alive()):
+        time.sleep(0.1)
+    return bool(handler.result["bodies"])
+
+
 def _publish_until_puback(cfg, a, body, out, attempts=4):
     """Connect and publish QoS 1; without PUBACK (the gateway's router has no
     route to the address yet: an anycast sender gets no credit until the
@@ -177,25 +201,18 @@ def to_amqp(a, cfg):
     body = "mqtt-to-amqp-%s" % uuid.uuid4().hex[:8]
     out = {"sent": body, "connected": False, "puback": False, "received": None}
     handler = _Receiver(clients.url(a.router, a.space, cfg), a.topic, timeout=3 * a.timeout + 60)
-    thread = threading.Thread(target=Container(handler).run, daemon=True)
-    thread.start()
-    try:
-        if not handler.attached.wait(a.timeout) or handler.errors:
+    # the handler closes after its message (5 s at most for the close) or at
+    # its own timeout; a daemon thread never keeps the process alive
+    with _receiving(handler, a.timeout, join=6) as thread:
+        if thread is None:
             return dict(out, stage="attach", errors=handler.errors)
         if not _publish_until_puback(cfg, a, body, out):
             return dict(out, errors=handler.errors)
-        end = time.time() + a.timeout
-        while time.time() < end and not handler.result["bodies"] and thread.is_alive():
-            time.sleep(0.1)
-        if handler.result["bodies"]:
+        if _wait_for_first(handler, a.timeout, thread):
             out["received"] = handler.result["bodies"][0]
         else:
             out["stage"] = "received"
         return dict(out, errors=handler.errors)
-    finally:
-        # the handler closes after its message (5 s at most for the close) or
-        # at its own timeout; a daemon thread never keeps the process alive
-        thread.join(6)
 
 
 def _restarts(unit):
@@ -213,10 +230,8 @@ def will_crash(a, cfg):
     body = "will-%s" % uuid.uuid4().hex[:8]
     out = {"sent": body, "received": []}
     handler = _Collector(clients.url(a.router, a.space, cfg), a.topic, timeout=2 * a.timeout + 10)
-    thread = threading.Thread(target=Container(handler).run, daemon=True)
-    thread.start()
-    try:
-        if not handler.attached.wait(a.timeout) or handler.errors:
+    with _receiving(handler, a.timeout, join=2 * a.timeout + 20) as thread:
+        if thread is None:
             return dict(out, stage="attach", errors=handler.errors)
         c = _client_with_will(cfg, a.gateway, a.space, a.topic, body)
         if c is None:
@@ -227,17 +242,13 @@ def will_crash(a, cfg):
         t0 = time.time()
         out["killed"] = subprocess.run(["systemctl", "kill", "-s", "SIGKILL", a.unit], check=False).returncode == 0
         c.loop_stop()   # the device stays away: paho would connect again (and register its will again)
-        end = t0 + 2 * a.timeout
-        while time.time() < end and not handler.result["bodies"]:
-            time.sleep(0.1)
+        _wait_for_first(handler, 2 * a.timeout - (time.time() - t0))
         out["seconds"] = round(time.time() - t0, 2)
         thread.join(12)   # the collector ends 5 s after the first message
         out["received"] = list(handler.result["bodies"])
         out["restarts_after"] = _restarts(a.unit)
         out["journal_after"] = len(os.listdir(state))
         return dict(out, errors=handler.errors)
-    finally:
-        thread.join(2 * a.timeout + 20)
 
 
 def to_mqtt(a, cfg):
