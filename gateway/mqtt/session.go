@@ -163,13 +163,6 @@ func (b *Bridge) OnClientExpired(cl *mqtt.Client) {
 	}
 }
 
-// closeLink ends a session's AMQP side: its unsettled deliveries go back to
-// the router (released by the connection's end).
-func (b *Bridge) closeLink(l *link) {
-	l.cancel()
-	_ = l.conn.Close()
-}
-
 // owned waits for the session's current connection (none while a takeover
 // is under way) and returns it with l.dmu read-locked; nil: the session ended.
 func (l *link) owned() *mqtt.Client {
