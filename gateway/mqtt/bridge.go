@@ -234,7 +234,7 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	b.links[cl] = l
 	b.conns[cl] = cs
 	b.mu.Unlock()
-	go b.ackLoop(cl, l, cs)
+	// ackLoop starts at the first QoS 1 / 2 publish (flow.go enqueue): an idle client has none
 	b.Metrics.Connection(connAccepted)
 	b.Log.Info("connected", "client", cl.ID, "user", user, "remote", cl.Net.Remote, "listener", cl.Net.Listener,
 		"version", cl.Properties.ProtocolVersion, "router_login_ms", dialled.Milliseconds(),
