@@ -1,9 +1,14 @@
 // The hooks that bridge every MQTT client of the embedded mochi-mqtt server
-// to the router network of one standard space over AMQP 1.0 (go-amqp): each
-// client gets its own AMQP connection to the space's router listener,
-// authenticated with the client's own user and password, so the router
-// (address authz from the auth service) decides what it may send and
-// receive. docs/mqtt-design.md and README.md describe the behaviour.
+// to the router network of one standard space over AMQP 1.0 (go-amqp). A
+// connection to the space's router listener is a user's (pool.go): it is
+// authenticated with that user's name and password and carries, on its one
+// session, the links of up to clients_per_amqp_connection MQTT clients of
+// that user, so the router (address authz from the auth service) decides
+// what each may send and receive, as it did with a connection per client.
+// Every CONNECT logs in through the router (a login connection when the
+// user's shared connection has room). A shared connection that dies
+// disconnects every client on it (they reconnect). docs/mqtt-design.md
+// ("Connections to the router") and README.md describe the behaviour.
 package main
 
 import (
