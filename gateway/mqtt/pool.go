@@ -180,16 +180,26 @@ func (b *Bridge) ready(s *shared, conn *amqp.Conn, sess *amqp.Session) {
 	}()
 }
 
+// errRouterLost: the DISCONNECT of a client whose shared connection died
+// (MQTT 5 0x80 with a reason string: 0x88 Server unavailable is a CONNACK
+// code only, not allowed in a DISCONNECT).
+var errRouterLost = packets.Code{Code: packets.ErrUnspecifiedError.Code, Reason: "router connection lost"}
+
 // lost: l's shared connection died: its connected client is disconnected
-// (MQTT 5 DISCONNECT 0x88), as when its own connection died. An offline
-// session keeps its link, as before.
+// (MQTT 5 DISCONNECT 0x80 "router connection lost", 3.1.1 the TCP
+// connection closed). An offline session keeps its link, as before.
 func (b *Bridge) lost(l *link) {
 	b.mu.Lock()
 	cl := l.holder
 	held := cl != nil && b.links[cl] == l
 	b.mu.Unlock()
-	if held && !cl.Closed() {
-		_ = b.Server.DisconnectClient(cl, packets.ErrServerUnavailable)
+	if !held || cl.Closed() {
+		return
+	}
+	if cl.Properties.ProtocolVersion == 5 {
+		_ = b.Server.DisconnectClient(cl, errRouterLost)
+	} else {
+		cl.Stop(errRouterLost)
 	}
 }
 
