@@ -134,11 +134,11 @@ func (p *pool) release(s *shared, l *link) {
 	}
 }
 
-// alive: dialled and neither lost nor closed.
+// alive: dialled (not still dialling) and neither lost nor closed.
 func (p *pool) alive(s *shared) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return s.err == nil && !s.dead
+	return s.err == nil && !s.dead && s.conn != nil
 }
 
 // Connections: the number of shared connections (all users).
