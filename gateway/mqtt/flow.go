@@ -11,6 +11,8 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
+var errLinkClosed = errors.New("the session's AMQP links are closed")
+
 // sender: one link per address on the client's session, in mixed mode:
 // QoS 0 transfers pre-settled, QoS 1 and 2 unsettled, in the order of the
 // client's publishes. The router refuses the attach without send. Not
@@ -21,6 +23,9 @@ func (b *Bridge) sender(l *link, address string) (*amqp.Sender, error) {
 	defer l.mu.Unlock()
 	if s := l.senders[address]; s != nil {
 		return s, nil
+	}
+	if l.closed.Load() { // closeLink ran: a new sender would outlive it on the shared connection
+		return nil, errLinkClosed
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
 	defer cancel()
