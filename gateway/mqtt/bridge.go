@@ -286,7 +286,11 @@ func (b *Bridge) dial(cl *mqtt.Client, user, password string) (*link, packets.Co
 	l := &link{user: user, password: password, sc: sc, sess: sc.sess, senders: map[string]*amqp.Sender{},
 		staged: map[string][]*sub{}, subs: map[string][]*sub{}, in: newQos2In(int(*b.Config.ReceiveMaximum)),
 		deliveries: map[uint16]delivery{}, ctx: lctx, cancel: lcancel}
-	b.pool.hold(sc, l)
+	if !b.pool.hold(sc, l) {
+		b.closeLink(l)
+		return nil, packets.ErrServerUnavailable, packets.Err3ServerUnavailable.Code,
+			errors.New("the router connection was lost during the login")
+	}
 	return l, code, v3, nil
 }
 

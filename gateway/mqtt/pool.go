@@ -103,11 +103,13 @@ func (p *pool) fail(s *shared, err error) {
 	close(s.ready)
 }
 
-// hold: l takes its reserved place on s.
-func (p *pool) hold(s *shared, l *link) {
+// hold: l takes its reserved place on s; false when s was lost meanwhile
+// (its loss disconnected the clients it held then, not l's).
+func (p *pool) hold(s *shared, l *link) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s.links[l] = struct{}{}
+	return !s.dead
 }
 
 // release a place on s (l nil: a reservation); the last one closes it.
