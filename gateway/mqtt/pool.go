@@ -17,9 +17,10 @@ package main
 //   - A link's senders and receivers are closed when its MQTT session
 //     ends; the connection is closed when its last link goes (no linger).
 //   - A shared connection that dies (router restart, failover) disconnects
-//     every connected client that holds a link on it, as a router failure
-//     does (the client reconnects; its will is sent on a redialled
-//     connection, will.go).
+//     every connected client that holds a link on it (the client
+//     reconnects; its will is sent on a redialled connection, will.go).
+//     Before, nothing watched a client's own connection: a client stayed
+//     connected with dead links until a publish failed.
 
 import (
 	"context"
