@@ -261,7 +261,7 @@ def connection_users(env, extra=()):
     mgmt = client.RouterManagement(env["mgmt"], timeout=30)
     try:
         rows = protocol.query_all(mgmt.call, "org.apache.qpid.dispatch.connection",
-                                 ["user", "host", "role"] + list(extra))
+                                  ["user", "host", "role"] + list(extra))
     finally:
         mgmt.close()
     return rows

@@ -493,8 +493,8 @@ def test_a_lost_shared_connection_disconnects_its_clients_and_they_reconnect(env
     identity = router_connections(env, "erin")[0]
     mgmt = client.RouterManagement(env["mgmt"], timeout=30)
     try:
-        props, _ = mgmt.call({"operation": "UPDATE", "type": "org.apache.qpid.dispatch.connection",
-                              "identity": identity}, {"adminStatus": "deleted"})
+        props = mgmt.call({"operation": "UPDATE", "type": "org.apache.qpid.dispatch.connection",
+                           "identity": identity}, {"adminStatus": "deleted"})[0]
         assert props.get("statusCode") == 200, props
     finally:
         mgmt.close()
