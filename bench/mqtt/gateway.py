@@ -34,6 +34,11 @@ processes, then with 1,000 idle TLS MQTT clients connected (keep-alive
     python3 bench/mqtt/gateway.py            # full run (about 8-10 min)
     python3 bench/mqtt/gateway.py --quick    # smoke (< 1 min, no QUIET window), not a result
     python3 bench/mqtt/gateway.py --idle-only --router-hop plain --auth-hop plain   # where the memory goes
+    python3 bench/mqtt/gateway.py --idle-only --systems gateway --distinct-users    # a user per idle client
+
+The idle clients log in as one user (the gateway shares its router
+connections among them, clients_per_amqp_connection); --distinct-users
+gives idle client i a user of its own (bench-i), which cannot share.
 """
 
 import argparse
@@ -86,7 +91,9 @@ def gateway_binary():
 class Env(object):
     """qdrouterd + auth service + gateway, and mosquitto, on free loopback ports."""
 
-    def __init__(self, work, max_clients, router_hop="tls", auth_hop="tls", mosquitto=True):
+    def __init__(self, work, max_clients, router_hop="tls", auth_hop="tls", mosquitto=True, distinct_users=0,
+                 clients_per_amqp_connection=None):
+        self.distinct_users, self.per_connection = distinct_users, clients_per_amqp_connection
         self.work, self.procs, self.logs, self.router_hop, self.auth_hop = work, {}, [], router_hop, auth_hop
         self.mosquitto = mosquitto  # False: --systems without mosquitto starts none (nor needs it installed)
         self.tls = asr.make_tls(work)
@@ -102,7 +109,9 @@ class Env(object):
     def start(self):
         users = os.path.join(self.work, "users")
         os.makedirs(users)
-        asr.write_users(users, SPACE, {USER: (PASSWORD, asr.ALL)})
+        accounts = {USER: (PASSWORD, asr.ALL)}
+        accounts.update(("%s-%d" % (USER, i), (PASSWORD, asr.ALL)) for i in range(self.distinct_users))
+        asr.write_users(users, SPACE, accounts)
         self.service = asr.AuthService(os.path.join(self.work, "service"), users, free_port(),
                                        tls=asr.service_tls(self.tls) if self.auth_hop == "tls" else None).start()
         self.procs["auth"] = self.service.proc
@@ -143,6 +152,8 @@ class Env(object):
         else:
             config.update(routers=["127.0.0.1:%d" % self.plain_port], router_tls=False)
         config.update({"max_connections_per_user": 0, "log_level": "info"})
+        if self.per_connection:
+            config["clients_per_amqp_connection"] = self.per_connection
         path = os.path.join(self.work, "gateway.json")
         with open(path, "w") as handle:
             json.dump(config, handle)
@@ -308,7 +319,8 @@ def idle_memory(env, loadgen, system, n):
     port = env.gw_port if system == "gateway" else env.mosq_port
     ready = os.path.join(env.work, "idle-ready-%s-%d" % (system, time.time_ns()))
     proc = subprocess.Popen([loadgen, "mqtt-idle", "-url", "ssl://127.0.0.1:%d" % port, "-ca", env.ca, "-user", USER,
-                             "-password", PASSWORD, "-clients", str(n), "-ready", ready, "-timeout", "600s"],
+                             "-password", PASSWORD, "-clients", str(n), "-ready", ready, "-timeout", "600s"]
+                            + (["-distinct-users"] if env.distinct_users and system == "gateway" else []),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_file(ready, proc, "idle clients")
@@ -323,7 +335,8 @@ def idle_memory(env, loadgen, system, n):
     connected = json.loads(out.strip().splitlines()[0])
     time.sleep(3)
     closed = dict((k, round(rss_mib(pids[k]), 1)) for k in names)
-    return {"system": system, "clients": n, "connect_seconds": round(connected["seconds"], 2),
+    return {"system": system, "clients": n, "distinct_users": bool(env.distinct_users and system == "gateway"),
+            "connect_seconds": round(connected["seconds"], 2),
             "rss_before_mib": before, "rss_connected_mib": after,
             "growth_mib": dict((k, round(after[k] - before[k], 1)) for k in names), "client_rss_mib": client_rss, "connect_cpu_s": cpu,
             "rss_after_close_mib": closed}
@@ -430,6 +443,10 @@ def parse_args(argv=None):
                    help="the gateway's connections to the router: TLS (the product default) or plain TCP")
     p.add_argument("--auth-hop", choices=("tls", "plain"), default="tls",
                    help="the router's connections to the auth service: TLS (the product default) or plain TCP")
+    p.add_argument("--distinct-users", action="store_true",
+                   help="idle client i of the gateway logs in as a user of its own (bench-i): nothing to share")
+    p.add_argument("--clients-per-amqp-connection", type=int,
+                   help="the gateway's clients_per_amqp_connection (default: the gateway's, 100; 1 = no sharing)")
     p.add_argument("--keep", action="store_true", help="keep the work directory (logs, configs)")
     args = p.parse_args(argv)
     args.systems = args.systems.split(",")
@@ -454,10 +471,13 @@ def main(argv=None):
     try:
         loadgen = build_loadgen(work)
         env = Env(work, max(args.clients + [1]), args.router_hop, args.auth_hop,
-                  mosquitto="mosquitto" in args.systems)
+                  mosquitto="mosquitto" in args.systems,
+                  distinct_users=args.idle_clients if args.distinct_users else 0,
+                  clients_per_amqp_connection=args.clients_per_amqp_connection)
         env.start()  # env is set first: a start that fails half-way is stopped by the finally below
         result = {"machine": machine(), "versions": versions(env), "args": sys.argv[1:], "router_hop": args.router_hop,
-                  "auth_hop": args.auth_hop}
+                  "auth_hop": args.auth_hop, "distinct_users": args.distinct_users,
+                  "clients_per_amqp_connection": args.clients_per_amqp_connection or "default"}
         if args.no_quiet:
             result["load_before"] = common.uptime()
             result.update(measure(env, loadgen, args, log))

@@ -1,9 +1,14 @@
 // The hooks that bridge every MQTT client of the embedded mochi-mqtt server
-// to the router network of one standard space over AMQP 1.0 (go-amqp): each
-// client gets its own AMQP connection to the space's router listener,
-// authenticated with the client's own user and password, so the router
-// (address authz from the auth service) decides what it may send and
-// receive. docs/mqtt-design.md and README.md describe the behaviour.
+// to the router network of one standard space over AMQP 1.0 (go-amqp). A
+// connection to the space's router listener is a user's (pool.go): it is
+// authenticated with that user's name and password and carries, on its one
+// session, the links of up to clients_per_amqp_connection MQTT clients of
+// that user, so the router (address authz from the auth service) decides
+// what each may send and receive, as it did with a connection per client.
+// Every CONNECT logs in through the router (a login connection when the
+// user's shared connection has room). A shared connection that dies
+// disconnects every client on it (they reconnect). docs/mqtt-design.md
+// ("Connections to the router") and README.md describe the behaviour.
 package main
 
 import (
@@ -51,14 +56,15 @@ type link struct {
 	user       string
 	password   string // kept for a will's redial (will.go)
 	client     string
-	resumable  bool         // a later CONNECT with clean start 0 resumes it
-	dmu        sync.RWMutex // deliveries (read) against a takeover (write)
-	owner      *mqtt.Client // the connection deliveries go to (dmu); nil during a takeover
-	holder     *mqtt.Client // the connection that holds the session (b.mu)
-	in         *qos2In      // QoS 2 packet ids not yet released (qos2.go)
-	cs         *connState   // the session's latest connection (b.mu)
-	conn       *amqp.Conn
-	sess       *amqp.Session
+	resumable  bool          // a later CONNECT with clean start 0 resumes it
+	dmu        sync.RWMutex  // deliveries (read) against a takeover (write)
+	owner      *mqtt.Client  // the connection deliveries go to (dmu); nil during a takeover
+	holder     *mqtt.Client  // the connection that holds the session (b.mu)
+	in         *qos2In       // QoS 2 packet ids not yet released (qos2.go)
+	cs         *connState    // the session's latest connection (b.mu)
+	sc         *shared       // the user's shared router connection it is on (pool.go)
+	sess       *amqp.Session // sc's session
+	closed     atomic.Bool   // closeLink ran
 	mu         sync.Mutex
 	senders    map[string]*amqp.Sender
 	staged     map[string][]*sub // filter -> receivers attached by the ACL check
@@ -89,6 +95,7 @@ type Bridge struct {
 	subacks  sync.Map     // subackKey -> chan struct{}: closed when that SUBACK was written
 	delayed  delayedWills // MQTT 5 wills waiting for their delay (will.go)
 	Journal  *Journal     // nil: no state_dir, wills do not survive the process (journal.go)
+	pool     pool         // the users' shared router connections (pool.go)
 }
 
 func NewBridge(c *Config, t *Table, tlsc *tls.Config, log *slog.Logger) *Bridge {
@@ -182,7 +189,7 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	cl.Properties.Will = will
 	w, err := b.registerWill(cl, l)
 	if err != nil {
-		_ = l.conn.Close()
+		b.closeLink(l)
 		b.release(user)
 		code, v3, outcome := packets.ErrNotAuthorized, packets.Err3NotAuthorized.Code, connNotAuthorized
 		if !notAuthorized(err) {
@@ -196,7 +203,7 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	if w != nil && b.Journal != nil {
 		// durable before the CONNACK: a will the client was told about survives a crash
 		if err := b.Journal.Write(w); err != nil {
-			_ = l.conn.Close()
+			b.closeLink(l)
 			b.release(user)
 			b.Log.Error("connect refused: will not journaled", "client", cl.ID, "user", user, "error", err)
 			b.Metrics.Connection(connServerUnavailable)
@@ -210,7 +217,7 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	l, cs.resumed, t, err = b.openSession(cl, pk.Connect.Clean, fresh, cs)
 	if err != nil {
 		b.Journal.Remove(w)
-		_ = fresh.conn.Close()
+		b.closeLink(fresh)
 		b.release(user)
 		b.Log.Info("connect refused: client id in use by another user", "client", cl.ID, "user", user, "remote", cl.Net.Remote)
 		b.Metrics.Connection(connNotAuthorized)
@@ -232,7 +239,7 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	b.links[cl] = l
 	b.conns[cl] = cs
 	b.mu.Unlock()
-	go b.ackLoop(cl, l, cs)
+	// ackLoop starts at the first QoS 1 / 2 publish (flow.go enqueue): an idle client has none
 	b.Metrics.Connection(connAccepted)
 	b.Log.Info("connected", "client", cl.ID, "user", user, "remote", cl.Net.Remote, "listener", cl.Net.Listener,
 		"version", cl.Properties.ProtocolVersion, "router_login_ms", dialled.Milliseconds(),
@@ -268,45 +275,23 @@ func classify(err error) (packets.Code, byte, bool) {
 	return packets.ErrServerUnavailable, packets.Err3ServerUnavailable.Code, false
 }
 
-// dial tries the routers in order; a refusal of the credentials is final,
-// an unreachable router moves on to the next.
+// dial logs the client in through the router and gives it a link of its
+// own on a shared connection of its user (pool.go).
 func (b *Bridge) dial(cl *mqtt.Client, user, password string) (*link, packets.Code, byte, error) {
-	opts := &amqp.ConnOptions{SASLType: amqp.SASLTypeAnonymous(), ContainerID: "mqtt-" + cl.ID, MaxSessions: 1,
-		TLSConfig: b.TLS}
-	if user != "" {
-		opts.SASLType = amqp.SASLTypePlain(user, password)
+	sc, code, v3, err := b.acquire(cl, user, password)
+	if err != nil {
+		return nil, code, v3, err
 	}
-	scheme := "amqp://"
-	if b.TLS != nil {
-		scheme = "amqps://"
+	lctx, lcancel := context.WithCancel(context.Background())
+	l := &link{user: user, password: password, sc: sc, sess: sc.sess, senders: map[string]*amqp.Sender{},
+		staged: map[string][]*sub{}, subs: map[string][]*sub{}, in: newQos2In(int(*b.Config.ReceiveMaximum)),
+		deliveries: map[uint16]delivery{}, ctx: lctx, cancel: lcancel}
+	if !b.pool.hold(sc, l) {
+		b.closeLink(l)
+		return nil, packets.ErrServerUnavailable, packets.Err3ServerUnavailable.Code,
+			errors.New("the router connection was lost during the login")
 	}
-	var last error
-	code, v3 := packets.ErrServerUnavailable, packets.Err3ServerUnavailable.Code
-	for _, router := range b.Config.Routers {
-		ctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
-		conn, err := amqp.Dial(ctx, scheme+router, opts)
-		var sess *amqp.Session
-		if err == nil {
-			sess, err = conn.NewSession(ctx, nil)
-			if err != nil {
-				_ = conn.Close()
-			}
-		}
-		cancel()
-		if err == nil {
-			lctx, lcancel := context.WithCancel(context.Background())
-			return &link{user: user, password: password, conn: conn, sess: sess, senders: map[string]*amqp.Sender{},
-				staged: map[string][]*sub{}, subs: map[string][]*sub{}, in: newQos2In(int(*b.Config.ReceiveMaximum)),
-				deliveries: map[uint16]delivery{}, ctx: lctx, cancel: lcancel}, code, v3, nil
-		}
-		last = err
-		var final bool
-		if code, v3, final = classify(err); final {
-			return nil, code, v3, err
-		}
-		b.Log.Info("router unreachable", "router", router, "error", err)
-	}
-	return nil, code, v3, last
+	return l, code, v3, nil
 }
 
 // OnConnectAuthenticate: OnConnect did the work.

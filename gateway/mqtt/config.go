@@ -27,7 +27,9 @@ type Config struct {
 	ReceiveMaximum        *int64   `json:"receive_maximum"`
 	MaxConnectionsPerUser *int64   `json:"max_connections_per_user"`
 	MaxSessionExpiry      *int64   `json:"max_session_expiry"`
-	LogLevel              string   `json:"log_level"`
+	// MQTT clients of one user per shared AMQP connection to the router (pool.go)
+	ClientsPerAMQPConnection *int64 `json:"clients_per_amqp_connection"`
+	LogLevel                 string `json:"log_level"`
 	// the gateway's own service connection (retained.go): all four or none
 	ServiceRouters      []string `json:"service_routers"`
 	ServiceUser         string   `json:"service_user"`
@@ -48,6 +50,12 @@ const (
 	DefaultReceiveMaximum        = 32
 	DefaultMaxConnectionsPerUser = 100
 	DefaultMaxSessionExpiry      = 86400 // mapping.py session()'s max_session_expiry
+	// the router's vhost group sets no maxSenders / maxReceivers (qdrouterd's
+	// default 2^31-1 per connection) and one session is used per connection;
+	// the bound is the blast radius of one lost connection and the go-amqp
+	// session's incoming window (5000 transfers) against the receivers' credit
+	DefaultClientsPerAMQPConnection = 100
+	MaxClientsPerAMQPConnection     = 1000
 )
 
 // LoadConfig reads and validates path; the error names the field, its value and the rule.
@@ -150,6 +158,13 @@ func (c *Config) Validate() error {
 		return err
 	}
 	c.MaxSessionExpiry = &e
+	// 1: a connection per client (no sharing, no login connection)
+	var n int64
+	if n, err = intField("clients_per_amqp_connection", c.ClientsPerAMQPConnection, DefaultClientsPerAMQPConnection, 1,
+		MaxClientsPerAMQPConnection); err != nil {
+		return err
+	}
+	c.ClientsPerAMQPConnection = &n
 	if err := c.validateService(); err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
+var errLinkClosed = errors.New("the session's AMQP links are closed")
+
 // sender: one link per address on the client's session, in mixed mode:
 // QoS 0 transfers pre-settled, QoS 1 and 2 unsettled, in the order of the
 // client's publishes. The router refuses the attach without send. Not
@@ -21,6 +23,9 @@ func (b *Bridge) sender(l *link, address string) (*amqp.Sender, error) {
 	defer l.mu.Unlock()
 	if s := l.senders[address]; s != nil {
 		return s, nil
+	}
+	if l.closed.Load() { // closeLink ran: a new sender would outlive it on the shared connection
+		return nil, errLinkClosed
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
 	defer cancel()
@@ -63,7 +68,7 @@ func (b *Bridge) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 		}
 		if !fresh {
 			b.Log.Debug("QoS 2 resend not forwarded again", "client", cl.ID, "packet_id", pk.PacketID)
-			b.enqueue(cs, pending{id: pk.PacketID, qos: 2, e: e, dup: true})
+			b.enqueue(cl, l, cs, pending{id: pk.PacketID, qos: 2, e: e, dup: true})
 			return pk, packets.ErrRejectPacket
 		}
 	}
@@ -110,13 +115,14 @@ func (b *Bridge) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 		b.Metrics.Publish(pk.FixedHeader.Qos, sendOutcome(err))
 		return pk, b.refuse(cl, pk, err)
 	}
-	b.enqueue(cs, pending{receipt: r, id: pk.PacketID, qos: pk.FixedHeader.Qos, e: e})
+	b.enqueue(cl, l, cs, pending{receipt: r, id: pk.PacketID, qos: pk.FixedHeader.Qos, e: e})
 	return pk, packets.ErrRejectPacket
 }
 
 // enqueue: at most receive_maximum publishes wait for the router; one more
 // waits here (the client's reading pauses).
-func (b *Bridge) enqueue(cs *connState, p pending) {
+func (b *Bridge) enqueue(cl *mqtt.Client, l *link, cs *connState, p pending) {
+	b.startAcks(cl, l, cs)
 	select {
 	case cs.acks <- p:
 	case <-cs.done:
@@ -188,6 +194,12 @@ func (b *Bridge) outcome(cs *connState, p pending) (packets.Code, string) {
 		return packets.ErrUnspecifiedError, pubRefused
 	}
 	return packets.CodeSuccess, pubAccepted
+}
+
+// startAcks: a connection's ackLoop runs from its first QoS 1 / 2 publish
+// (an idle client holds no goroutine of the bridge), or from OnDisconnect.
+func (b *Bridge) startAcks(cl *mqtt.Client, l *link, cs *connState) {
+	cs.acksOnce.Do(func() { go b.ackLoop(cl, l, cs) })
 }
 
 // ackLoop writes PUBACKs / PUBRECs in the order of the publishes, each
@@ -370,6 +382,7 @@ func (b *Bridge) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 	b.release(l.user)
 	close(cs.done)
 	close(cs.acks)
+	b.startAcks(cl, l, cs) // none started: it closes drained at once
 	t := time.AfterFunc(b.Timeout, cs.stopWait)
 	<-cs.drained
 	t.Stop()

@@ -87,6 +87,12 @@ func main() {
 	caps.ReceiveMaximum = uint16(*c.ReceiveMaximum)
 	caps.MaximumQos = 2
 	caps.SharedSubAvailable = 0
+	// mochi's outbound queue per client (default 8,192 pointers, 64 KiB)
+	// carries only mochi's own fan-out of a PUBLISH to its local
+	// subscribers, which the bridge never lets happen (OnPublish rejects
+	// every PUBLISH, wills are the bridge's, mochi stores no retained
+	// message): the bridge writes its deliveries with WritePacket
+	caps.MaximumClientWritesPending = 16
 	// mochi keeps an offline session's client (subscriptions, in-flight
 	// messages) this long and then calls OnClientExpired (session.go)
 	caps.MaximumSessionExpiryInterval = uint32(*c.MaxSessionExpiry)

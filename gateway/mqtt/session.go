@@ -23,6 +23,7 @@ package main
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
@@ -35,6 +36,7 @@ var errOtherUser = errors.New("the client id's session belongs to another user")
 type connState struct {
 	acks     chan pending  // publishes waiting for the router's outcome, in order
 	drained  chan struct{} // closed when ackLoop has handled every one
+	acksOnce sync.Once     // ackLoop is started by the first QoS 1 / 2 publish, or at OnDisconnect
 	done     chan struct{} // closed at OnDisconnect
 	waits    context.Context
 	stopWait context.CancelFunc
@@ -161,13 +163,6 @@ func (b *Bridge) OnClientExpired(cl *mqtt.Client) {
 		b.Log.Info("session expired", "client", cl.ID, "user", l.user)
 		b.closeLink(l)
 	}
-}
-
-// closeLink ends a session's AMQP side: its unsettled deliveries go back to
-// the router (released by the connection's end).
-func (b *Bridge) closeLink(l *link) {
-	l.cancel()
-	_ = l.conn.Close()
 }
 
 // owned waits for the session's current connection (none while a takeover

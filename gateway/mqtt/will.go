@@ -217,7 +217,7 @@ func (b *Bridge) goneWithWill(cl *mqtt.Client, l *link, w *will) {
 		w.state.Store(willDone) // the new connection came within the delay [MQTT-3.1.3-9]
 		b.Journal.Remove(w)
 		b.Log.Info("will cancelled: session taken over within the will delay", "client", cl.ID)
-		_ = l.conn.Close()
+		b.closeLink(l)
 		return
 	}
 	w.state.Store(willScheduled)
@@ -233,7 +233,7 @@ func (b *Bridge) goneWithWill(cl *mqtt.Client, l *link, w *will) {
 		case <-w.stop:
 			b.Log.Info("will cancelled: the client reconnected within the will delay", "client", w.client)
 			b.Journal.Remove(w)
-			_ = l.conn.Close()
+			b.closeLink(l)
 		}
 	}()
 }
@@ -250,9 +250,9 @@ func (b *Bridge) fireWill(cl *mqtt.Client, l *link, w *will, from int32) {
 	defer b.Journal.Remove(w) // sent, or given up: not tried again after a restart
 	conn := l
 	defer func() {
-		_ = l.conn.Close()
+		b.closeLink(l)
 		if conn != l {
-			_ = conn.conn.Close()
+			b.closeLink(conn)
 		}
 	}()
 	if w.pk.FixedHeader.Retain {
@@ -276,7 +276,7 @@ func (b *Bridge) fireWill(cl *mqtt.Client, l *link, w *will, from int32) {
 		var se *amqp.SessionError
 		if errors.As(err, &ce) || errors.As(err, &se) || errors.Is(err, context.DeadlineExceeded) {
 			if conn != l {
-				_ = conn.conn.Close()
+				b.closeLink(conn)
 			}
 			next, _, _, derr := b.dial(cl, l.user, l.password)
 			if derr != nil {

@@ -254,12 +254,14 @@ def round_trip(conn, address, body):
     return got.body
 
 
-def connection_users(env):
-    """The ``user`` of every client connection on the router (management QUERY)."""
+def connection_users(env, extra=()):
+    """The ``user`` (and the ``extra`` attributes) of every client
+    connection on the router (management QUERY)."""
     from ansible_collections.enmasse.messaging.plugins.module_utils.router import client, protocol
     mgmt = client.RouterManagement(env["mgmt"], timeout=30)
     try:
-        rows = protocol.query_all(mgmt.call, "org.apache.qpid.dispatch.connection", ["user", "host", "role"])
+        rows = protocol.query_all(mgmt.call, "org.apache.qpid.dispatch.connection",
+                                  ["user", "host", "role"] + list(extra))
     finally:
         mgmt.close()
     return rows

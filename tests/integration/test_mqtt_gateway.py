@@ -28,6 +28,9 @@ ADDRESSES = {"q1": "queue", "q2": "queue", "q3": "queue", "t/a": "topic", "t/b":
              "w/a": "anycast", "w/b": "anycast", "w/c/d": "anycast", "h/a": "anycast"}
 MAX_PACKET = 1024
 PER_USER = 2
+# space-a's users (test_a_changed_password_... rewrites the file with a changed one)
+USERS = {"alice": ("secret-a", asr.ALL), "bob": ("bob-pw", asr.ALL), "carol": ("carol-pw", ["send_q1", "recv_q1"]),
+         "erin": ("erin-pw", asr.ALL), "frank": ("frank-pw", ["send_q1", "recv_q1"])}
 OPEN = []  # every MQTT client a test made: closed after each test (the per-user limit counts them)
 
 
@@ -56,8 +59,7 @@ def env(tmp_path_factory):
     root = tmp_path_factory.mktemp("mqtt")
     users_dir = str(root / "users")
     os.makedirs(users_dir)
-    asr.write_users(users_dir, "space-a", {"alice": ("secret-a", asr.ALL), "bob": ("bob-pw", asr.ALL),
-                                           "carol": ("carol-pw", ["send_q1", "recv_q1"])})
+    asr.write_users(users_dir, "space-a", USERS)
     asr.write_users(users_dir, "space-b", {"dave": ("dave-pw", asr.ALL)})
     tls = asr.make_tls(str(root))
     service = asr.AuthService(str(root / "service"), users_dir, free_port(), tls=asr.service_tls(tls)).start()
@@ -86,7 +88,8 @@ def env(tmp_path_factory):
         gw = subprocess.Popen([binary, "-config", str(root / "gateway.json")], stdout=glog, stderr=subprocess.STDOUT)
         asr.wait_listening(port, gw, gw_log, "the MQTT gateway")
         yield {"port": port, "ca": tls["ca"], "ports": ports, "gateway": gw, "gateway_log": gw_log,
-               "table": table, "binary": binary, "root": str(root)}
+               "table": table, "binary": binary, "root": str(root), "mgmt": "amqp://127.0.0.1:%d" % mgmt,
+               "users_dir": users_dir}
     finally:
         if gw:
             asr.stop(gw)
@@ -419,10 +422,98 @@ def test_sighup_reads_new_addresses_without_dropping_clients(env):
     c.close()
 
 
+def router_connections(env, user):
+    """The identities of the router's client connections authenticated as ``user``."""
+    return [row["identity"] for row in asr.connection_users(env, ["identity"])
+            if row.get("role") == "normal" and row.get("user") == user]
+
+
+def test_clients_of_one_user_share_one_router_connection_and_every_connect_logs_in(env):
+    assert router_connections(env, "erin") == []
+    a, b = Mqtt(env, "erin", "erin-pw"), Mqtt(env, "erin", "erin-pw", version=3)
+    assert (a.connack, b.connack) == (0, 0)
+    # the login connection of the second client is closed once it answered
+    assert wait_for(lambda: len(router_connections(env, "erin")) == 1), router_connections(env, "erin")
+    b.close()
+    time.sleep(0.3)  # the gateway sees the DISCONNECT (max_connections_per_user 2)
+    # a shared connection of erin exists: a wrong password is refused all the same
+    wrong = Mqtt(env, "erin", "not-erins")
+    assert wrong.connack is not None and wrong.connack.value == 0x86, wrong.connack
+    wrong.c.loop_stop()
+    out = mosquitto("mosquitto_pub", env, "erin", "not-erins", "-t", "q1", "-m", "x")
+    assert out.returncode != 0 and "bad user name or password" in out.stdout.lower(), out.stdout
+    c = Mqtt(env, "erin", "erin-pw")
+    assert c.connack == 0 and a.connected
+    assert wait_for(lambda: len(router_connections(env, "erin")) == 1), router_connections(env, "erin")
+    # both on one connection still deliver: c publishes, a receives
+    assert a.subscribe("t/a") == [1]
+    assert c.puback(c.publish("t/a", b"shared")).value == 0
+    assert wait_for(lambda: a.messages), "nothing reached the other client of the shared connection"
+    assert a.messages[0] == ("t/a", b"shared", 1)
+    # the last client gone closes the shared connection
+    a.close()
+    c.close()
+    assert wait_for(lambda: router_connections(env, "erin") == []), router_connections(env, "erin")
+
+
+def test_a_shared_connection_does_not_widen_what_its_user_may_do(env):
+    c = Mqtt(env, "frank", "frank-pw")
+    assert c.subscribe("q1") == [1]
+    c2 = Mqtt(env, "frank", "frank-pw")
+    assert wait_for(lambda: len(router_connections(env, "frank")) == 1), router_connections(env, "frank")
+    assert c2.subscribe("q2") == [0x87]  # MQTT 5: not authorized
+    assert c2.subscribe("t/#") == [0x87]
+    assert c2.puback(c2.publish("q2", b"not allowed")).value == 0x87
+    assert c.connected and c2.connected
+    assert c2.puback(c2.publish("q1", b"allowed")).value == 0
+    assert wait_for(lambda: c.messages), "frank's q1 subscription got nothing"
+    assert c.messages[0] == ("q1", b"allowed", 1)
+
+
+def test_a_changed_password_is_refused_at_the_next_connect_while_the_shared_connection_lives(env):
+    old = Mqtt(env, "erin", "erin-pw")
+    assert old.connack == 0
+    users = dict(USERS, erin=("erin-new", asr.ALL))
+    try:
+        asr.write_users(env["users_dir"], "space-a", users)
+        refused = Mqtt(env, "erin", "erin-pw")
+        assert refused.connack is not None and refused.connack.value == 0x86, refused.connack
+        refused.c.loop_stop()
+        new = Mqtt(env, "erin", "erin-new")
+        assert new.connack == 0 and old.connected
+        assert wait_for(lambda: len(router_connections(env, "erin")) == 1), router_connections(env, "erin")
+    finally:
+        asr.write_users(env["users_dir"], "space-a", USERS)
+
+
+def test_a_lost_shared_connection_disconnects_its_clients_and_they_reconnect(env):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.router import client
+    a, b = Mqtt(env, "erin", "erin-pw"), Mqtt(env, "erin", "erin-pw", version=3)
+    assert wait_for(lambda: len(router_connections(env, "erin")) == 1), router_connections(env, "erin")
+    identity = router_connections(env, "erin")[0]
+    mgmt = client.RouterManagement(env["mgmt"], timeout=30)
+    try:
+        props = mgmt.call({"operation": "UPDATE", "type": "org.apache.qpid.dispatch.connection",
+                           "identity": identity}, {"adminStatus": "deleted"})[0]
+        assert props.get("statusCode") == 200, props
+    finally:
+        mgmt.close()
+    assert wait_for(lambda: not a.connected and not b.connected), "clients of a lost router connection stayed"
+    assert a.disconnect_rc.value == 0x80, a.disconnect_rc  # MQTT 5: DISCONNECT 0x80 "router connection lost"
+    assert b.disconnect_rc.value != 0, b.disconnect_rc  # 3.1.1: the connection closed
+    a.close()
+    b.close()
+    time.sleep(0.3)
+    c = Mqtt(env, "erin", "erin-pw")
+    assert c.connack == 0
+    assert c.subscribe("q1") == [1]
+    assert wait_for(lambda: router_connections(env, "erin") not in ([], [identity])), router_connections(env, "erin")
+
+
 def test_logs_hold_no_password_and_no_payload(env):
     log = open(env["gateway_log"]).read()
     assert "connect refused" in log and "connected" in log
-    for secret in ("secret-a", "carol-pw", "bob-pw", "not allowed", "over-tls", "exactly once?", "xxxxxxxx"):
+    for secret in ("secret-a", "carol-pw", "bob-pw", "erin-pw", "erin-new", "not-erins", "not allowed", "over-tls", "exactly once?", "xxxxxxxx"):
         assert secret not in log, secret
 
 

@@ -39,7 +39,7 @@ type opts struct {
 	url, ca, user, password, topic, address, ready, start, control string
 	clients, fanout, n, qos, size, window                          int
 	rate                                                           float64
-	perClient                                                      bool
+	perClient, distinctUsers                                       bool
 	idle, timeout                                                  time.Duration
 }
 
@@ -94,8 +94,12 @@ func mqttConnect(o *opts, n int, prefix string, onMsg mqtt.MessageHandler) []mqt
 		go func(i int) {
 			defer wg.Done()
 			defer func() { <-sem }()
+			user := o.user
+			if o.distinctUsers {
+				user = fmt.Sprintf("%s-%d", o.user, i)
+			}
 			co := mqtt.NewClientOptions().AddBroker(o.url).SetClientID(fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), i)).
-				SetUsername(o.user).SetPassword(o.password).SetCleanSession(true).SetAutoReconnect(false).
+				SetUsername(user).SetPassword(o.password).SetCleanSession(true).SetAutoReconnect(false).
 				SetKeepAlive(600 * time.Second).SetConnectTimeout(60 * time.Second).SetProtocolVersion(4).
 				SetWriteTimeout(60 * time.Second).SetOrderMatters(false)
 			if t := tlsConfig(o.ca); t != nil {
@@ -462,6 +466,7 @@ func main() {
 	fs.StringVar(&o.ca, "ca", "", "CA file to trust (TLS)")
 	fs.StringVar(&o.user, "user", "", "user name")
 	fs.StringVar(&o.password, "password", "", "password")
+	fs.BoolVar(&o.distinctUsers, "distinct-users", false, "MQTT client i logs in as <user>-<i> (same password)")
 	fs.StringVar(&o.topic, "topic", "bench", "MQTT topic (prefix with -fanout / -per-client)")
 	fs.StringVar(&o.address, "address", "bench", "AMQP address (prefix with -fanout)")
 	fs.StringVar(&o.ready, "ready", "", "file written once connected (and subscribed)")
