@@ -190,7 +190,8 @@ var errRouterLost = packets.Code{Code: packets.ErrUnspecifiedError.Code, Reason:
 
 // lost: l's shared connection died: its connected client is disconnected
 // (MQTT 5 DISCONNECT 0x80 "router connection lost", 3.1.1 the TCP
-// connection closed). An offline session keeps its link, as before.
+// connection closed). Its session, persistent or not, is not resumed by a
+// later CONNECT (session.go routerLost).
 func (b *Bridge) lost(l *link) {
 	b.mu.Lock()
 	cl := l.holder

@@ -76,7 +76,10 @@ func (b *Bridge) openSession(cl *mqtt.Client, clean bool, l2 *link, cs *connStat
 		return nil, false, takeover{}, errOtherUser
 	}
 	resumable := !expires(cl)
-	if old != nil && !clean && old.resumable {
+	// a session whose shared router connection died has dead receivers:
+	// it is not resumed (CONNACK session present 0, the client subscribes
+	// again) but ended like a clean start's
+	if old != nil && !clean && old.resumable && !old.routerLost() {
 		t = takeover{l: old, holder: old.holder}
 		if old.cs != nil {
 			t.prev = old.cs.drained
@@ -90,6 +93,21 @@ func (b *Bridge) openSession(cl *mqtt.Client, clean bool, l2 *link, cs *connStat
 	l2.client, l2.resumable, l2.owner, l2.holder, l2.cs = cl.ID, resumable, cl, cl, cs
 	b.sessions[cl.ID] = l2
 	return l2, false, takeover{}, nil
+}
+
+// routerLost: the shared router connection under l has ended (lost or
+// closed). sc.conn was set before l was made (pool.go ready), so reading it
+// under b.mu needs no pool lock.
+func (l *link) routerLost() bool {
+	if l.sc == nil || l.sc.conn == nil {
+		return false
+	}
+	select {
+	case <-l.sc.conn.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // takeover of a resumed session by a new connection.

@@ -510,6 +510,63 @@ def test_a_lost_shared_connection_disconnects_its_clients_and_they_reconnect(env
     assert wait_for(lambda: router_connections(env, "erin") not in ([], [identity])), router_connections(env, "erin")
 
 
+def test_a_persistent_session_whose_router_connection_died_starts_anew(env):
+    """A 3.1.1 client with clean session off subscribed, then its shared
+    router connection is lost: at its reconnect the gateway does not resume
+    the session (its receivers were on the dead connection, a resumed one
+    would get nothing): CONNACK session present 0, the client subscribes
+    again and receives."""
+    import paho.mqtt.client as paho
+    from ansible_collections.enmasse.messaging.plugins.module_utils.router import client
+
+    def persistent():
+        seen = {"flags": None, "messages": []}
+        c = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id="persist-1", protocol=paho.MQTTv311,
+                        clean_session=False)
+        c.on_connect = lambda _c, _u, flags, rc, _p: seen.__setitem__("flags", (flags.session_present, rc))
+        c.on_message = lambda _c, _u, m: seen["messages"].append(m.payload)
+        c.username_pw_set("erin", "erin-pw")
+        c.tls_set(ca_certs=env["ca"])
+        c.connect("127.0.0.1", env["port"])
+        c.loop_start()
+        assert wait_for(lambda: seen["flags"] is not None), "no CONNACK"
+        return c, seen
+
+    c, seen = persistent()
+    try:
+        assert seen["flags"][1] == 0
+        mid = c.subscribe("t/b", qos=1)[1]
+        assert mid is not None
+        time.sleep(0.5)  # the SUBACK
+        assert wait_for(lambda: len(router_connections(env, "erin")) == 1), router_connections(env, "erin")
+        identity = router_connections(env, "erin")[0]
+        mgmt = client.RouterManagement(env["mgmt"], timeout=30)
+        try:
+            mgmt.call({"operation": "UPDATE", "type": "org.apache.qpid.dispatch.connection",
+                       "identity": identity}, {"adminStatus": "deleted"})
+        finally:
+            mgmt.close()
+        assert wait_for(lambda: not c.is_connected()), "the client of a lost router connection stayed"
+    finally:
+        c.loop_stop()
+        c.disconnect()
+    c, seen = persistent()
+    try:
+        assert seen["flags"] == (False, 0), seen["flags"]  # session present 0: its receivers died
+        c.subscribe("t/b", qos=1)
+        time.sleep(0.5)
+        pub = Mqtt(env, "alice", "secret-a")
+        assert pub.puback(pub.publish("t/b", b"after the loss")).value == 0
+        assert wait_for(lambda: seen["messages"]), "the session started anew receives nothing"
+        assert seen["messages"] == [b"after the loss"]
+    finally:
+        c.loop_stop()
+        # the session ends with a clean connect (the gateway keeps nothing for the next test)
+        c.disconnect()
+        end = Mqtt(env, "erin", "erin-pw", version=3, client_id="persist-1")
+        end.close()
+
+
 def test_logs_hold_no_password_and_no_payload(env):
     log = open(env["gateway_log"]).read()
     assert "connect refused" in log and "connected" in log
