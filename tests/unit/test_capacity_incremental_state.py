@@ -88,3 +88,44 @@ def test_fingerprints_change_with_a_late_file(tmp_path):
     assert after[D1] != before[D1] and after[D2] == before[D2]
     assert inc.last_days(after, 1) == {D2: after[D2]} and inc.last_days(after, 1.5) == after
     assert inc.last_days(after, None) == after
+
+
+def _store(root, days):
+    for day in days:
+        d = root / "addresses" / ("date=" + day) / "address_space=s1"
+        d.mkdir(parents=True)
+        (d / "part-0.parquet").write_bytes(b"x" * 10)
+
+
+def test_small_update_decides_the_quick_jit(tmp_path):
+    """Before Spark starts: a run that aggregates at most SMALL_UPDATE_DAYS
+    days (state usable, same parameters) is a small update; a first run,
+    changed parameters or many changed days are not."""
+    store, base = tmp_path / "store", str(tmp_path / "agg")
+    days = ["2024-03-%02d" % d for d in range(1, 8)]
+    _store(store, days[:6])
+    p = _params()
+    assert not inc.small_update(str(store), base, p)            # no state: every day
+    os.makedirs(inc.aggregates_dir(base))
+    state = os.path.join(inc.aggregates_dir(base), "state.json")
+    inc.write_state(state, p, inc.day_fingerprints(str(store)), [], None)
+    assert inc.small_update(str(store), base, p)                # nothing new
+    _store(store, days[6:])
+    assert inc.small_update(str(store), base, p)                # one new day
+    assert not inc.small_update(str(store), base, _params(window_seconds=600))
+    # late files in three old days: more than SMALL_UPDATE_DAYS to aggregate
+    assert inc.SMALL_UPDATE_DAYS == 2
+    for day in days[:3]:
+        (store / "addresses" / ("date=" + day) / "address_space=s1" / "part-1.parquet").write_bytes(b"y")
+    assert not inc.small_update(str(store), base, p)
+    # ... unless --days leaves them out
+    assert inc.small_update(str(store), base, p, days=3)
+    with open(state, "w") as f:
+        f.write("{")
+    assert not inc.small_update(str(store), base, p)            # unreadable state
+
+
+def test_session_jit_options():
+    from enmasse_capacity import cli
+    assert "TieredStopAtLevel=1" in cli.QUICK_JIT_OPTIONS and "TieredStopAtLevel" not in cli.JIT_OPTIONS
+    assert "-XX:-DontCompileHugeMethods" in cli.JIT_OPTIONS
