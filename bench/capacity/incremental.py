@@ -126,7 +126,6 @@ def main(argv=None):
         r = {"run": name, "seconds": s["seconds"], "cpu_seconds": s["cpu_seconds"],
              "spark_seconds": pj["job"]["seconds"]["spark"], "load_before": load,
              "samples": pj["data_quality"]["samples"]["addresses"],
-             "quick_jit": (pj["job"].get("incremental") or {}).get("quick_jit", False),
              "aggregated_days": len((pj["job"].get("incremental") or {}).get("aggregated_days", days)),
              "merged_days": len(days) if "incremental" not in pj["job"] else
              len(pj["job"]["incremental"]["aggregated_days"]) + len(pj["job"]["incremental"]["stored_days"])}
@@ -151,12 +150,11 @@ def main(argv=None):
     inc_c = [r["cpu_seconds"] for r in res["runs"] if r["run"] == "incremental-new-day"]
     full_c = [r["cpu_seconds"] for r in res["runs"] if r["run"] == "full-histogram"]
     res["cpu_ratio"] = [round(i / f, 3) for i, f in zip(inc_c, full_c)]
-    print("| run | address samples | days aggregated / merged | quick JIT | wall s | CPU s | Spark s (job) | load before |")
-    print("|---|---:|---|---|---:|---:|---:|---|")
+    print("| run | address samples | days aggregated / merged | wall s | CPU s | Spark s (job) | load before |")
+    print("|---|---:|---|---:|---:|---:|---|")
     for r in res["runs"]:
-        print("| %s | %s | %d / %d | %s | %.1f | %.1f | %.1f | %s |" % (
-            r["run"], format(r["samples"], ","), r["aggregated_days"], r["merged_days"],
-            "yes" if r["quick_jit"] else "no", r["seconds"],
+        print("| %s | %s | %d / %d | %.1f | %.1f | %.1f | %s |" % (
+            r["run"], format(r["samples"], ","), r["aggregated_days"], r["merged_days"], r["seconds"],
             r["cpu_seconds"], r["spark_seconds"], " ".join("%.2f" % x for x in r["load_before"])))
     print("incremental / full (histogram) wall, per round: %s" % ", ".join("%.2f" % x for x in res["ratio"]))
     print("incremental / full (histogram) CPU, per round: %s" % ", ".join("%.2f" % x for x in res["cpu_ratio"]))

@@ -33,16 +33,7 @@ from .rules import InputError
 DESCRIPTION = "Capacity plan for an enmasse.messaging infrastructure, from its own metrics."
 
 
-# the JVMs' options: a batch job's throughput collector, and JIT for the
-# large generated aggregation methods; QUICK_JIT_OPTIONS for a run whose
-# Spark work is small (an incremental run over a day or two): the first tier
-# only, since the optimising compiler's work does not pay back in so short a
-# run (a --conf of the same key replaces either)
-JIT_OPTIONS = "-XX:+UseParallelGC -XX:-DontCompileHugeMethods"
-QUICK_JIT_OPTIONS = "-XX:+UseParallelGC -XX:TieredStopAtLevel=1"
-
-
-def _spark_session(args, quick_jit=False):
+def _spark_session(args):
     from pyspark.sql import SparkSession
     b = SparkSession.builder.master(args.master).appName(args.app_name)
     conf = {
@@ -283,8 +274,7 @@ def run(args, progress=None):
     precheck_store(args.metrics)
     check_master(args.master)
     progress.phase("start Spark")
-    quick_jit = bool(args.incremental and _small_update(args, cm))
-    spark, owned = _spark_session(args, quick_jit=quick_jit)
+    spark, owned = _spark_session(args)
     progress.attach(spark.sparkContext)
     try:
         progress.phase("read the store")
@@ -323,18 +313,8 @@ def run(args, progress=None):
                    "start": start.isoformat() if start else None, "end": end.isoformat() if end else None,
                    "seconds": {"spark": round(t_agg - t_read, 3), "total": None}}
     if args.incremental:
-        plan["job"]["incremental"] = dict(agg["incremental"], quick_jit=quick_jit)
+        plan["job"]["incremental"] = agg["incremental"]
     return _write_outputs(args, plan, agg, progress, t0)
-
-
-def _small_update(args, cm):
-    """An incremental run that will aggregate a day or two (decided from the
-    state file and the store's files, before Spark starts)."""
-    store = args.metrics[len("file://"):] if args.metrics.startswith("file://") else args.metrics
-    base = args.aggregates_dir or incremental.default_base(args.metrics)
-    if base.startswith("file://"):
-        base = base[len("file://"):]
-    return incremental.small_update(store, base, incremental.parameters(cm, args.infra), args.days)
 
 
 def _capacity_model(args):

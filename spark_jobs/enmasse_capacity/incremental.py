@@ -151,26 +151,6 @@ def last_days(fingerprints, n):
     return dict((d, fingerprints[d]) for d in days)
 
 
-# an update of at most this many days runs on a JVM with the quick JIT only
-# (C1): in a one-day run over a 4 M-sample store, C2 compiled for 59-119 s
-# of compiler-thread time, about half of the run's CPU, to speed up stages
-# of a few seconds (docs/benchmarks.md, "Incremental runs")
-SMALL_UPDATE_DAYS = 2
-
-
-def small_update(store, base, params, days=None):
-    """True when a run will aggregate at most ``SMALL_UPDATE_DAYS`` days: the
-    state is usable, its parameters are ``params`` and few days' files
-    changed (a new node restart may add a day or two). No Spark: decided
-    before the session starts."""
-    state, _why = load_state(os.path.join(aggregates_dir(base), "state.json"))
-    if state is None or state["parameters"] != params:
-        return False
-    fps = last_days(day_fingerprints(store), days)
-    changed = [d for d in fps if state["days"].get(d) != fps[d]]
-    return len(changed) <= SMALL_UPDATE_DAYS
-
-
 def check_options(args, cm):
     """InputError for what incremental runs do not support (yet)."""
     if args.start or args.end:
