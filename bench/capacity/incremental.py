@@ -93,7 +93,7 @@ def main(argv=None):
     src = os.path.join(a.data_dir, "d%d-s%d" % (a.days, parse_size(a.size)))
     res = {"machine": machine(), "days": a.days, "size": a.size, "runs": [],
            "commit": subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
-                                    text=True).stdout.strip(),
+                                    text=True, check=False).stdout.strip(),
            "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
     if not os.path.exists(os.path.join(src, "model.json")):
         g = measured([sys.executable, os.path.join(REPO, "spark_jobs", "generate_metrics.py"), "--out", src,
