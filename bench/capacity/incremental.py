@@ -28,7 +28,9 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -89,7 +91,10 @@ def main(argv=None):
     if not collection_importable():
         return 2
     src = os.path.join(a.data_dir, "d%d-s%d" % (a.days, parse_size(a.size)))
-    res = {"machine": machine(), "days": a.days, "size": a.size, "runs": []}
+    res = {"machine": machine(), "days": a.days, "size": a.size, "runs": [],
+           "commit": subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                    text=True, check=False).stdout.strip(),
+           "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
     if not os.path.exists(os.path.join(src, "model.json")):
         g = measured([sys.executable, os.path.join(REPO, "spark_jobs", "generate_metrics.py"), "--out", src,
                       "--days", str(a.days), "--target-samples", str(parse_size(a.size))])
@@ -142,6 +147,9 @@ def main(argv=None):
     inc_s = [r["seconds"] for r in res["runs"] if r["run"] == "incremental-new-day"]
     full_s = [r["seconds"] for r in res["runs"] if r["run"] == "full-histogram"]
     res["ratio"] = [round(i / f, 3) for i, f in zip(inc_s, full_s)]
+    inc_c = [r["cpu_seconds"] for r in res["runs"] if r["run"] == "incremental-new-day"]
+    full_c = [r["cpu_seconds"] for r in res["runs"] if r["run"] == "full-histogram"]
+    res["cpu_ratio"] = [round(i / f, 3) for i, f in zip(inc_c, full_c)]
     print("| run | address samples | days aggregated / merged | wall s | CPU s | Spark s (job) | load before |")
     print("|---|---:|---|---:|---:|---:|---|")
     for r in res["runs"]:
@@ -149,6 +157,7 @@ def main(argv=None):
             r["run"], format(r["samples"], ","), r["aggregated_days"], r["merged_days"], r["seconds"],
             r["cpu_seconds"], r["spark_seconds"], " ".join("%.2f" % x for x in r["load_before"])))
     print("incremental / full (histogram) wall, per round: %s" % ", ".join("%.2f" % x for x in res["ratio"]))
+    print("incremental / full (histogram) CPU, per round: %s" % ", ".join("%.2f" % x for x in res["cpu_ratio"]))
     print("incremental against full histogram plan: %d statistics, largest relative difference %.2e" % (n, diff))
     if a.out:
         with open(a.out, "w") as f:
