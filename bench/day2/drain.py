@@ -434,7 +434,7 @@ def table(result):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     ap.add_argument("--messages", type=int, default=100000)
     ap.add_argument("--size", type=int, default=1024, help="body bytes per message")
     ap.add_argument("--queues", default="10,100", help="comma list: queues the messages are spread over")

@@ -222,8 +222,8 @@ def test_a_refused_copy_keeps_its_original_and_the_originals_after_it_by_their_o
         mover.move(STEP, src, dst, credit=4, idle=0)
     assert "the new home did not accept a message (rejected); 7 moved, the rest stays on 'b1'" in str(e.value)
     # 0-3: one batch, accepted; 4-7 the next: 4 accepted, 5 refused (released), 6 and 7 copied (accepted)
-    assert src.receiver.settled == [(i, "accepted") for i in range(5)] + [(5, "released"), (6, "accepted"),
-                                                                           (7, "accepted")]
+    assert src.receiver.settled == ([(i, "accepted") for i in range(5)]
+                                    + [(5, "released"), (6, "accepted"), (7, "accepted")])
 
 
 def test_no_outcome_from_the_new_home_releases_every_original_in_flight():
