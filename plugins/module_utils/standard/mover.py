@@ -123,6 +123,8 @@ def move(step, source, target, timeout=30, idle=2.0, credit=100, dedup=True, lim
                 if limit is not None and moved + len(pending) >= limit:
                     receiving = False
                     break
+                # not 0 with copies in flight: proton's wait gives up after one pass of its loop, which
+                # may read the socket without dispatching the message yet (one message per round trip again)
                 try:
                     msg = rcv.receive(timeout=0.01 if pending else idle)
                 except Timeout:
