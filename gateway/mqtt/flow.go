@@ -405,15 +405,7 @@ func (b *Bridge) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 		return
 	}
 	l.mu.Lock()
-	var rs []*sub
-	for f, s := range l.subs {
-		rs = append(rs, s...)
-		delete(l.subs, f)
-	}
-	for f, s := range l.staged {
-		rs = append(rs, s...)
-		delete(l.staged, f)
-	}
+	rs := l.takeSubs()
 	l.mu.Unlock()
 	closeAll(rs) // nothing more is routed to a gone client
 	l.cancel()

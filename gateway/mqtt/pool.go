@@ -288,6 +288,21 @@ func (b *Bridge) dialRouters(cl *mqtt.Client, user, password string, session boo
 	return nil, nil, code, v3, last
 }
 
+// takeSubs empties l's granted and staged subscriptions and returns their
+// receivers (l.mu held).
+func (l *link) takeSubs() []*sub {
+	var rs []*sub
+	for f, s := range l.subs {
+		rs = append(rs, s...)
+		delete(l.subs, f)
+	}
+	for f, s := range l.staged {
+		rs = append(rs, s...)
+		delete(l.staged, f)
+	}
+	return rs
+}
+
 // closeLink ends a session's AMQP side: its unsettled deliveries are
 // released back to the router, its receivers and senders detached, and its
 // place on the shared connection given back (the last one closes it).
@@ -300,15 +315,7 @@ func (b *Bridge) closeLink(l *link) {
 	l.mu.Lock()
 	ds := l.deliveries
 	l.deliveries = map[uint16]delivery{}
-	var rs []*sub
-	for f, s := range l.subs {
-		rs = append(rs, s...)
-		delete(l.subs, f)
-	}
-	for f, s := range l.staged {
-		rs = append(rs, s...)
-		delete(l.staged, f)
-	}
+	rs := l.takeSubs()
 	ss := l.senders
 	l.senders = map[string]*amqp.Sender{}
 	l.mu.Unlock()
