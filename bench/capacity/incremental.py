@@ -78,6 +78,23 @@ def max_rel_diff(p1, p2):
     return worst, len(a)
 
 
+def _report(res, n, diff):
+    """The ratios into ``res``, and the table printed."""
+    for key, field in (("ratio", "seconds"), ("cpu_ratio", "cpu_seconds")):
+        inc = [r[field] for r in res["runs"] if r["run"] == "incremental-new-day"]
+        full = [r[field] for r in res["runs"] if r["run"] == "full-histogram"]
+        res[key] = [round(i / f, 3) for i, f in zip(inc, full)]
+    print("| run | address samples | days aggregated / merged | wall s | CPU s | Spark s (job) | load before |")
+    print("|---|---:|---|---:|---:|---:|---|")
+    for r in res["runs"]:
+        print("| %s | %s | %d / %d | %.1f | %.1f | %.1f | %s |" % (
+            r["run"], format(r["samples"], ","), r["aggregated_days"], r["merged_days"], r["seconds"],
+            r["cpu_seconds"], r["spark_seconds"], " ".join("%.2f" % x for x in r["load_before"])))
+    print("incremental / full (histogram) wall, per round: %s" % ", ".join("%.2f" % x for x in res["ratio"]))
+    print("incremental / full (histogram) CPU, per round: %s" % ", ".join("%.2f" % x for x in res["cpu_ratio"]))
+    print("incremental against full histogram plan: %d statistics, largest relative difference %.2e" % (n, diff))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--days", type=int, default=7)
@@ -144,21 +161,7 @@ def main(argv=None):
     job("full-exact", inc)
     diff, n = max_rel_diff(plans["full"], plans["inc"])
     res["incremental_vs_full_histogram"] = {"max_rel_diff": diff, "values": n}
-    inc_s = [r["seconds"] for r in res["runs"] if r["run"] == "incremental-new-day"]
-    full_s = [r["seconds"] for r in res["runs"] if r["run"] == "full-histogram"]
-    res["ratio"] = [round(i / f, 3) for i, f in zip(inc_s, full_s)]
-    inc_c = [r["cpu_seconds"] for r in res["runs"] if r["run"] == "incremental-new-day"]
-    full_c = [r["cpu_seconds"] for r in res["runs"] if r["run"] == "full-histogram"]
-    res["cpu_ratio"] = [round(i / f, 3) for i, f in zip(inc_c, full_c)]
-    print("| run | address samples | days aggregated / merged | wall s | CPU s | Spark s (job) | load before |")
-    print("|---|---:|---|---:|---:|---:|---|")
-    for r in res["runs"]:
-        print("| %s | %s | %d / %d | %.1f | %.1f | %.1f | %s |" % (
-            r["run"], format(r["samples"], ","), r["aggregated_days"], r["merged_days"], r["seconds"],
-            r["cpu_seconds"], r["spark_seconds"], " ".join("%.2f" % x for x in r["load_before"])))
-    print("incremental / full (histogram) wall, per round: %s" % ", ".join("%.2f" % x for x in res["ratio"]))
-    print("incremental / full (histogram) CPU, per round: %s" % ", ".join("%.2f" % x for x in res["cpu_ratio"]))
-    print("incremental against full histogram plan: %d statistics, largest relative difference %.2e" % (n, diff))
+    _report(res, n, diff)
     if a.out:
         with open(a.out, "w") as f:
             json.dump(res, f, indent=2, sort_keys=True)
