@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -80,17 +81,21 @@ func (p *pool) reserve(user string, max int) (s *shared, fresh bool) {
 // remove s from its user's list (p.mu held).
 func (p *pool) remove(s *shared) {
 	s.dead = true
-	list := p.users[s.user]
-	for i, x := range list {
-		if x == s {
-			list = append(list[:i], list[i+1:]...)
-			break
-		}
+	removeFrom(p.users, s.user, s)
+}
+
+// removeFrom takes v out of m[k] (its first occurrence), deleting the key
+// when its list is empty; the pool's connections per user and the delayed
+// wills per client id (will.go) keep such lists.
+func removeFrom[K comparable, V comparable](m map[K][]V, k K, v V) {
+	list := m[k]
+	if i := slices.Index(list, v); i >= 0 {
+		list = slices.Delete(list, i, i+1)
 	}
 	if len(list) == 0 {
-		delete(p.users, s.user)
+		delete(m, k)
 	} else {
-		p.users[s.user] = list
+		m[k] = list
 	}
 }
 

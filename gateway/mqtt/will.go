@@ -161,18 +161,7 @@ func (d *delayedWills) add(w *will) {
 func (d *delayedWills) remove(w *will) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	ws := d.m[w.client]
-	for i, x := range ws {
-		if x == w {
-			ws = append(ws[:i], ws[i+1:]...)
-			break
-		}
-	}
-	if len(ws) == 0 {
-		delete(d.m, w.client)
-	} else {
-		d.m[w.client] = ws
-	}
+	removeFrom(d.m, w.client, w)
 }
 
 // cancel the scheduled wills of a client id registered by the same user
