@@ -98,3 +98,138 @@ def test_rehome_refuses_naming_the_field_the_value_and_the_rule(infra, args, wor
 def test_rehome_to_a_draining_broker_is_refused(infra):
     with pytest.raises(ServiceError, match="must be another broker than 'b1' and active, not draining"):
         mover.rehome(FakePool({}, draining=["b3"]), infra, "b1", "sp", "q", 0, "b3")
+
+
+# ------------------------------------------------------------ mover.move: copies in flight, originals in order
+
+class FakeMessage(object):
+    def __init__(self, mid):
+        self.id = mid
+        self.properties = None
+
+
+class FakeReceiver(object):
+    """The BlockingReceiver surface move uses: receive, then accept/release the oldest taken (FIFO)."""
+
+    def __init__(self, ids):
+        self.queue = [FakeMessage(i) for i in ids]
+        self.taken = []
+        self.settled = []  # (id, outcome) in the order settled
+
+    def receive(self, timeout=None):
+        from proton import Timeout
+        if not self.queue:
+            raise Timeout("no message")
+        m = self.queue.pop(0)
+        self.taken.append(m.id)
+        return m
+
+    def _settle(self, outcome):
+        self.settled.append((self.taken[len(self.settled)], outcome))
+
+    def accept(self):
+        self._settle("accepted")
+
+    def release(self, delivered=True):
+        self._settle("released")
+
+    def close(self):
+        pass
+
+
+class FakeDelivery(object):
+    def __init__(self, msg):
+        self.msg = msg
+        self.settled = False
+        self.remote_state = 0
+
+    def settle(self):
+        pass
+
+
+class FakeTarget(object):
+    """A target connection: a sender whose copies get their outcome when the mover waits
+    (``refuse``: the ids it rejects; ``silent``: answers nothing, the wait times out)."""
+
+    def __init__(self, refuse=(), silent=False):
+        self.refuse, self.silent = set(refuse), silent
+        self.inflight = []
+        self.stored = []
+        self.most_in_flight = 0
+        target = self
+
+        class Link(object):
+            def send(self, msg):
+                d = FakeDelivery(msg)
+                target.inflight.append(d)
+                target.most_in_flight = max(target.most_in_flight, len(target.inflight))
+                return d
+
+        class Sender(object):
+            link = Link()
+
+            def close(self):
+                pass
+        self.sender = Sender()
+
+    def create_sender(self, address):
+        return self.sender
+
+    def wait(self, condition, timeout=None, msg=None):
+        from proton import Delivery, Timeout
+        if self.silent:
+            raise Timeout(msg)
+        for d in self.inflight:  # the journal write: every copy in flight at once
+            d.remote_state = Delivery.REJECTED if d.msg.id in self.refuse else Delivery.ACCEPTED
+            d.settled = True
+            if d.msg.id not in self.refuse:
+                self.stored.append(d.msg.properties[mover.DUP_PROPERTY])
+        self.inflight = []
+        assert condition()
+
+
+class FakeSource(object):
+    def __init__(self, ids):
+        self.receiver = FakeReceiver(ids)
+
+    def create_receiver(self, address, credit=None):
+        return self.receiver
+
+
+STEP = {"source": "sp/q", "target": "sp/q", "from": "b1", "to": "b2"}
+
+
+def test_move_keeps_up_to_credit_copies_in_flight_and_accepts_each_original_after_its_copy():
+    pytest.importorskip("proton")
+    src, dst = FakeSource(range(250)), FakeTarget()
+    assert mover.move(STEP, src, dst, credit=100, idle=0) == 250
+    assert dst.most_in_flight == 100  # not one round trip per message
+    assert src.receiver.settled == [(i, "accepted") for i in range(250)]
+    assert dst.stored == ["enmasse-move/b1/sp/q/%d" % i for i in range(250)]
+
+
+def test_move_stops_at_the_limit_and_leaves_the_rest_on_the_source():
+    pytest.importorskip("proton")
+    src, dst = FakeSource(range(10)), FakeTarget()
+    assert mover.move(STEP, src, dst, credit=3, idle=0, limit=4) == 4
+    assert src.receiver.taken == [0, 1, 2, 3] and len(src.receiver.queue) == 6
+
+
+def test_a_refused_copy_keeps_its_original_and_the_originals_after_it_by_their_own_outcome():
+    pytest.importorskip("proton")
+    src, dst = FakeSource(range(10)), FakeTarget(refuse={5})
+    with pytest.raises(ServiceError) as e:
+        mover.move(STEP, src, dst, credit=4, idle=0)
+    assert "the new home did not accept a message (rejected); 7 moved, the rest stays on 'b1'" in str(e.value)
+    # 0-3: one batch, accepted; 4-7 the next: 4 accepted, 5 refused (released), 6 and 7 copied (accepted)
+    assert src.receiver.settled == ([(i, "accepted") for i in range(5)]
+                                    + [(5, "released"), (6, "accepted"), (7, "accepted")])
+
+
+def test_no_outcome_from_the_new_home_releases_every_original_in_flight():
+    pytest.importorskip("proton")
+    src, dst = FakeSource(range(5)), FakeTarget(silent=True)
+    with pytest.raises(ServiceError) as e:
+        mover.move(STEP, src, dst, credit=3, idle=0)
+    assert "0 moved, the rest stays on 'b1'" in str(e.value)
+    assert src.receiver.settled == [(0, "released"), (1, "released"), (2, "released")]

@@ -88,43 +88,76 @@ def connect(broker, timeout):
         raise ClientError("cannot connect to broker %r at %s as %r: %s" % (broker["name"], url, broker["user"], e))
 
 
-def move(step, source, target, timeout=30, idle=2.0, credit=100, dedup=True):
+def _outcome(delivery):
+    """The target's outcome of a copy is known (it settled or said how)."""
+    return bool(delivery.settled or delivery.remote_state)
+
+
+def move(step, source, target, timeout=30, idle=2.0, credit=100, dedup=True, limit=None):
     """Move the messages of ``step`` from the open connection ``source`` to
-    ``target`` until none arrives for ``idle`` seconds; returns the count.
-    Each is accepted on the source only once the target accepted the copy
-    (from a non-destructive queue accepting removes nothing: a copy).
+    ``target`` until none arrives for ``idle`` seconds, or ``limit`` moved
+    (the count read before: what arrives later stays for the next call);
+    returns the count. Each is accepted on the source only once the target
+    accepted the copy (from a non-destructive queue accepting removes
+    nothing: a copy). Up to ``credit`` copies are in flight at once (the
+    target stores them in one journal write instead of one each); the
+    originals are accepted in the order they came, each after its own copy.
     ``dedup`` False: no duplicate-detection id (a last-value queue's copy
     made again replaces the first; an id remembered by the target from an
     earlier move would drop a value moved back later)."""
-    from proton import Timeout
+    from collections import deque
+    from proton import Delivery, Timeout
+    where = (step["source"], step["from"], step["to"], step["target"])
     moved = 0
     try:
         rcv = source.create_receiver(step["source"], credit=credit)
         snd = target.create_sender(step["target"])
     except Exception as e:  # proton's LinkDetached, ConnectionException...
-        where = (step["source"], step["from"], step["to"], step["target"])
         raise ServiceError("moving %s from %r to %r (%s): %s" % (where + (e,)))
+    pending = deque()  # the copies in flight, in the order their originals came
+    receiving = True
     try:
-        while True:
+        while receiving or pending:
+            # take what the source has (wait up to ``idle`` only when no copy is in flight)
+            while receiving and len(pending) < credit:
+                if limit is not None and moved + len(pending) >= limit:
+                    receiving = False
+                    break
+                # not 0 with copies in flight: proton's wait gives up after one pass of its loop, which
+                # may read the socket without dispatching the message yet (one message per round trip again)
+                try:
+                    msg = rcv.receive(timeout=0.01 if pending else idle)
+                except Timeout:
+                    receiving = bool(pending)
+                    break
+                if not dedup:
+                    msg.properties = dict(msg.properties or {})
+                    msg.properties.pop(DUP_PROPERTY, None)
+                elif msg.id is not None:
+                    msg.properties = dict(msg.properties or {})
+                    msg.properties[DUP_PROPERTY] = "%s/%s/%s/%s" % (DUP_PREFIX, step["from"], step["source"], msg.id)
+                pending.append(snd.link.send(msg))
+            if not pending:
+                continue
             try:
-                msg = rcv.receive(timeout=idle)
-            except Timeout:
-                break
-            if not dedup:
-                msg.properties = dict(msg.properties or {})
-                msg.properties.pop(DUP_PROPERTY, None)
-            elif msg.id is not None:
-                msg.properties = dict(msg.properties or {})
-                msg.properties[DUP_PROPERTY] = "%s/%s/%s/%s" % (DUP_PREFIX, step["from"], step["source"], msg.id)
-            try:
-                snd.send(msg, timeout=timeout)  # waits for the target's outcome; raises unless accepted
-            except Exception as e:  # the copy was not taken: the original stays
-                rcv.release(delivered=False)
-                where = (step["source"], step["from"], step["to"], step["target"])
+                target.wait(lambda: _outcome(pending[0]), timeout=timeout,
+                            msg="the new home's outcome of a moved message")
+            except Exception as e:  # a Timeout, the connection lost: the originals not copied stay
+                moved += _give_back(rcv, pending)
                 raise ServiceError("moving %s from %r to %r (%s): the new home did not accept a message (%s); "
                                    "%d moved, the rest stays on %r" % (where + (e, moved, step["from"])))
-            rcv.accept()
-            moved += 1
+            while pending and _outcome(pending[0]):
+                copy = pending.popleft()
+                copy.settle()
+                if copy.remote_state != Delivery.ACCEPTED:  # the copy was not taken: the original stays
+                    rcv.release(delivered=False)
+                    moved += _give_back(rcv, pending)
+                    outcome = {Delivery.REJECTED: "rejected", Delivery.RELEASED: "released",
+                               Delivery.MODIFIED: "modified"}.get(copy.remote_state, copy.remote_state)
+                    raise ServiceError("moving %s from %r to %r (%s): the new home did not accept a message (%s); "
+                                       "%d moved, the rest stays on %r" % (where + (outcome, moved, step["from"])))
+                rcv.accept()
+                moved += 1
     finally:
         for link in (rcv, snd):
             try:
@@ -132,6 +165,27 @@ def move(step, source, target, timeout=30, idle=2.0, credit=100, dedup=True):
             except Exception:  # pylint: disable=broad-except
                 pass
     return moved
+
+
+def _give_back(rcv, pending):
+    """After a failure: the originals of the copies in flight, in order,
+    accepted where the target accepted the copy, else released (a copy
+    still on its way is dropped by the target as a duplicate next time).
+    Returns how many were accepted (moved)."""
+    from proton import Delivery
+    accepted = 0
+    while pending:
+        copy = pending.popleft()
+        try:
+            if copy.remote_state == Delivery.ACCEPTED:
+                copy.settle()
+                rcv.accept()
+                accepted += 1
+            else:
+                rcv.release(delivered=False)
+        except Exception:  # pylint: disable=broad-except  # the link is gone: the broker gives them back
+            break
+    return accepted
 
 
 def _close(*connections):
@@ -182,7 +236,7 @@ def drain(service, infra, broker, check_mode=False, timeout=30, idle=2.0, load_l
         for step in steps:
             if step["to"] not in targets:
                 targets[step["to"]] = connect(service.brokers[step["to"]], timeout)
-            step["moved"] = move(step, source, targets[step["to"]], timeout=timeout, idle=idle)
+            step["moved"] = move(step, source, targets[step["to"]], timeout=timeout, idle=idle, limit=step["count"])
     finally:
         _close(source, *targets.values())
     return {"changed": any(s.get("moved") for s in steps), "moves": steps,
@@ -251,7 +305,7 @@ def rehome(service, infra, broker, space, address, partition, to, check_mode=Fal
     source, target = connect(service.brokers[broker], timeout), None
     try:
         target = connect(service.brokers[to], timeout)
-        step["moved"] = move(step, source, target, timeout=timeout, idle=idle)
+        step["moved"] = move(step, source, target, timeout=timeout, idle=idle, limit=count)
     finally:
         _close(source, target)
     return {"changed": step["moved"] > 0, "rehomed": False, "moves": [step], "messages": step["moved"]}
