@@ -235,3 +235,16 @@ def test_default_mqtt_gateways_job_scrapes_every_instance_of_the_gateway_hosts()
         "basic_auth": {"username": "prometheus", "password_file": "/etc/prometheus/enmasse-mqtt-gateway.password"}}
     hostvars = {"g1": {"mqtt_gateway_metrics_ports": []}}
     assert "mqtt_gateways" not in [j["job_name"] for j in fmon.monitoring_scrape_configs(jobs, groups, hostvars)]
+
+
+def test_default_keycloak_job_presents_the_client_certificate_keycloak_requires():
+    """Keycloak's management port requires a TLS client certificate (keycloak_management_client_auth:
+    required by default): the role's default keycloak job presents Prometheus' certificate and key, the
+    files the role copies for the jobs with cert_file (vars: __monitoring_client_jobs)."""
+    defaults = yaml.safe_load(open(os.path.join(ROLE, "defaults", "main.yml")))
+    keycloak = yaml.safe_load(open(os.path.join(ROLE, "..", "keycloak", "defaults", "main.yml")))
+    assert keycloak["keycloak_management_client_auth"] == "required"
+    out = dict((j["job_name"], j) for j in fmon.monitoring_scrape_configs(defaults["monitoring_jobs"], GROUPS, {}))
+    assert out["keycloak"]["tls_config"] == {"ca_file": CA, "cert_file": "/etc/prometheus/enmasse-client.pem",
+                                             "key_file": "/etc/prometheus/enmasse-client.key"}
+    assert out["keycloak"]["static_configs"] == [{"targets": ["kc:%d" % keycloak["keycloak_management_port"]]}]

@@ -2,12 +2,15 @@
 connection file), a password in a management or router URL, the
 Authorization header. The modules run as Ansible runs them (a subprocess
 reading its arguments on stdin) against a port where nothing listens."""
+import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
+import yaml
 
 from ansible_collections.enmasse.messaging.plugins.module_utils import args
 from ansible_collections.enmasse.messaging.plugins.module_utils import connection
@@ -149,3 +152,34 @@ def test_messaging_user_logs_no_invocation_on_the_host(monkeypatch):
     messaging_user.main()
     # AnsibleModule(no_log=True): no "Invoked with users=[...]" line (with the passwords) in the host's journal
     assert seen["no_log"] is True
+
+
+def _tasks(items):
+    for task in items or []:
+        if isinstance(task, dict):
+            yield task
+            for key in ("block", "rescue", "always"):
+                yield from _tasks(task.get(key))
+
+
+KEY_FILE = re.compile(r"\.key\b|'key'")
+
+
+def test_a_role_that_copies_a_private_key_never_prints_it_in_a_diff():
+    """`--diff` shows what copy and template write: a task that writes a
+    private key (a `.key` file) must say `diff: false` (or `no_log`)."""
+    roles = os.path.join(os.path.dirname(__file__), "..", "..", "roles")
+    seen, bad = [], []
+    for path in sorted(glob.glob(os.path.join(roles, "*", "tasks", "*.yml"))):
+        with open(path) as f:
+            tasks = yaml.safe_load(f)
+        for task in _tasks(tasks):
+            module = next((m for m in ("ansible.builtin.copy", "ansible.builtin.template") if m in task), None)
+            args = task[module] if module is not None and isinstance(task[module], dict) else {}
+            if module is None or not KEY_FILE.search(json.dumps([args.get("src"), args.get("dest"), task.get("loop")])):
+                continue
+            seen.append(task["name"])
+            if task.get("diff") is not False and task.get("no_log") is not True:
+                bad.append("%s: %s" % (os.path.relpath(path, roles), task["name"]))
+    assert len(seen) >= 6, seen  # the TLS files of the router (2), broker, auth service, gateway, keycloak, monitoring
+    assert bad == [], bad
