@@ -143,21 +143,21 @@ def run(params, check_mode):
                           before_header=path, after_header=path))
 
 
+def action(module):
+    """The result, its diff only in diff mode."""
+    result = run(module.params, module.check_mode)
+    if not module._diff:
+        result.pop("diff")
+    return result
+
+
 def main():
-    module = runner.new_module(dict(
+    runner.main(dict(
         path=dict(type="path", required=True),
         group=dict(type="str", choices=list(model.GROUPS), default="brokers"),
         host=dict(type="str", required=True),
         state=dict(type="str", choices=list(model.STATES), default="present"),
-    ), connection=False)
-
-    def action():
-        result = run(module.params, module.check_mode)
-        if not module._diff:
-            result.pop("diff")
-        return result
-
-    runner.run_module(module, action)
+    ), action, connection=False)
 
 
 if __name__ == "__main__":

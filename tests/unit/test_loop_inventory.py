@@ -7,9 +7,9 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
+from test_standard_lifecycle_rules import run_module
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ValidationError
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import loop_inventory as model
@@ -18,12 +18,8 @@ pytestmark = pytest.mark.unit
 
 
 def run(args, tmp_path, check=False, diff=True):
-    args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    proc = subprocess.run([sys.executable, "-m", "ansible_collections.enmasse.messaging.plugins.modules.loop_inventory"],
-                          input=json.dumps({"ANSIBLE_MODULE_ARGS": args}), capture_output=True, text=True,
-                          env=env, cwd=str(tmp_path), timeout=60, check=False)
-    return json.loads(proc.stdout)
+    """The module as Ansible runs it (a subprocess, its arguments on stdin)."""
+    return run_module("loop_inventory", dict(args, _ansible_diff=diff), tmp_path, check_mode=check)
 
 
 # ---------------------------------------------------------------- the model
