@@ -38,9 +38,9 @@ _STEPS = re.compile(r"^enmasse_loop_steps_applied_total ([0-9.eE+]+)$")
 def applied_steps(decision, added=False):
     """The steps of ``decision`` a run carries out: moves and broker drains,
     and broker adds when ``added`` (written to the loop's inventory file)."""
+    broker_actions = ("drain", "add") if added else ("drain",)
     return [s for s in (decision or {}).get("steps") or []
-            if s.get("action") == "move" or (s.get("action") in ("drain", "add" if added else "drain")
-                                              and s.get("kind") == "brokers")]
+            if s.get("action") == "move" or (s.get("action") in broker_actions and s.get("kind") == "brokers")]
 
 
 def outcome(decision, mode, added=False):
