@@ -170,13 +170,15 @@ def scale_in_errors(host, brokers, states=None, min_brokers=None, brokered=None)
         raise AnsibleFilterError("scale_in_errors: %s" % e)
 
 
-def loop_metrics(previous, decision, mode="report"):
-    """The capacity loop's metrics file after a run (model/loop_metrics.py)."""
+def loop_metrics(previous, decision, mode="report", added=False):
+    """The capacity loop's metrics file after a run (model/loop_metrics.py);
+    ``added``: the run wrote the spare brokers it adds to the loop's inventory
+    file (apply_plan_grown not empty)."""
     if mode not in ("report", "apply"):
         raise AnsibleFilterError("loop_metrics: mode: %s must be 'report' or 'apply'" % fmt(mode))
     if decision is not None and not isinstance(decision, dict):
         raise AnsibleFilterError("loop_metrics: decision: %s must be capacity_plan_apply's result or null" % fmt(decision))
-    return _loop_metrics.render(previous if isinstance(previous, str) else "", decision, mode)
+    return _loop_metrics.render(previous if isinstance(previous, str) else "", decision, mode, added=bool(added))
 
 
 class FilterModule(object):

@@ -52,7 +52,12 @@ def writable_error(path, what):
 
 
 def write_json(path, data, mode, prefix, **dump_options):
-    """Write ``data`` to ``path`` atomically: a temporary file in the same
+    """Write ``data`` as JSON to ``path`` atomically (``write_text``)."""
+    write_text(path, json.dumps(data, sort_keys=True, **dump_options) + "\n", mode, prefix)
+
+
+def write_text(path, text, mode, prefix):
+    """Write ``text`` to ``path`` atomically: a temporary file in the same
     directory (created if missing), flushed to disk, then renamed over the old
     one, which keeps its permissions (a new file gets ``mode``). Raises
     OSError/IOError; nothing is left behind on failure."""
@@ -62,8 +67,7 @@ def write_json(path, data, mode, prefix, **dump_options):
     fd, tmp = tempfile.mkstemp(prefix=prefix, dir=directory)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(data, f, sort_keys=True, **dump_options)
-            f.write("\n")
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, (os.stat(path).st_mode & 0o7777) if os.path.exists(path) else mode)

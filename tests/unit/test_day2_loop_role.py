@@ -165,6 +165,9 @@ def test_the_alert_guardrail_and_a_metrics_file_elsewhere_go_to_the_playbook_and
     ("day2_loop_min_brokers", 0, "min_routers integers >= 1 (got 7200, 0, 2)"),
     ("day2_loop_min_valid_window_ratio", 1.5, "a number in 0..1 (got 1.5)"),
     ("day2_loop_playbook", "capacity_loop.yml", "(got capacity_loop.yml)"),
+    ("day2_loop_inventory_file", "inventory.yml", "inventory_file the same, ending .yml or .yaml, or empty (got inventory.yml)"),
+    ("day2_loop_inventory_file", "/var/lib/enmasse-loop/inventory.ini", "(got /var/lib/enmasse-loop/inventory.ini)"),
+    ("day2_loop_inventory_file", "/var/lib/%n/inventory.yml", "(got /var/lib/%n/inventory.yml)"),
 ])
 def test_bad_inputs_are_refused_before_any_file_is_written(tmp_path, field, value, rule):
     out, results = play(tmp_path, ["prereqs.yml", "files.yml"], loop_vars(tmp_path, **{field: value}))
@@ -243,3 +246,44 @@ def test_a_metrics_file_path_that_the_shell_would_read_is_refused(tmp_path):
     out, results = play(tmp_path, ["prereqs.yml", "files.yml"], loop_vars(tmp_path, day2_loop_metrics_file="/x/a'b.prom"))
     bad = failed(results)
     assert bad and "letters, digits and ._+@,:/- only" in bad[0][1]["msg"], bad
+
+
+def test_the_loops_inventory_file_is_a_second_inventory_of_every_run(tmp_path):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.model import loop_inventory
+    inv = tmp_path / "state" / "inventory.yml"
+    v = loop_vars(tmp_path, day2_loop_mode="apply", day2_loop_inventory_file=str(inv))
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], v)
+    assert not failed(results), failed(results)
+    svc = unit(tmp_path / "units" / "enmasse-loop.service")
+    assert " -i /etc/enmasse/inventory.yml -i %s enmasse.messaging.capacity_loop -e @" % inv in svc["ExecStart"][0]
+    assert svc["ReadWritePaths"] == [str(tmp_path / "state")]
+    doc = yaml.safe_load((tmp_path / "etc" / "loop-vars.yml").read_text())
+    assert doc["apply_plan_inventory_file"] == str(inv)
+    # created empty, in the module's own words (it parses as an inventory), 0644; never overwritten
+    assert inv.read_text() == loop_inventory.render({}) and oct(inv.stat().st_mode & 0o777) == "0o644"
+    inv.write_text(loop_inventory.render({"brokers": ["spare-1"]}))
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], v)
+    assert not [n for n, r in results if r.get("changed")] and "spare-1" in inv.read_text()
+
+    # day2_loop_state absent is refused while the file lists a host, naming it; nothing is removed
+    absent = loop_vars(tmp_path, day2_loop_state="absent", day2_loop_inventory="/etc/enmasse/inventory.yml",
+                       day2_loop_inventory_file=str(inv))
+    out, results = play(tmp_path, ["prereqs.yml", "uninstall.yml"], absent)
+    bad = failed(results)
+    assert bad and "lists spare-1 in the group brokers" in bad[0][1]["msg"], bad
+    assert inv.exists() and (tmp_path / "units" / "enmasse-loop.service").exists()
+    inv.write_text(loop_inventory.render({}))
+    out, results = play(tmp_path, ["prereqs.yml", "uninstall.yml"], absent)
+    assert not failed(results) and not (tmp_path / "state").exists()
+
+
+def test_a_loop_inventory_file_elsewhere_is_writable_for_the_service_and_off_by_default(tmp_path):
+    inv = tmp_path / "loop-inventory" / "inventory.yml"
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], loop_vars(tmp_path, day2_loop_inventory_file=str(inv)))
+    assert not failed(results), failed(results)
+    assert unit(tmp_path / "units" / "enmasse-loop.service")["ReadWritePaths"] == [
+        "%s %s" % (tmp_path / "state", tmp_path / "loop-inventory")]
+    assert inv.exists() and oct((tmp_path / "loop-inventory").stat().st_mode & 0o777) == "0o755"
+    out, results = play(tmp_path, ["prereqs.yml", "files.yml"], loop_vars(tmp_path))
+    assert " -i " + str(inv) not in unit(tmp_path / "units" / "enmasse-loop.service")["ExecStart"][0]
+    assert "apply_plan_inventory_file" not in (tmp_path / "etc" / "loop-vars.yml").read_text()

@@ -93,3 +93,14 @@ def test_promtool_accepts_the_file():
     text = lm.render(lm.render("", _decision([MOVE], refused=[("plan", "cooldown")]), "apply", NOW), _decision(), "apply")
     proc = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_spare_broker_written_to_the_loops_inventory_file_is_an_applied_step():
+    """With the loop's own inventory file (apply_plan_grown not empty) a broker add is carried out: it counts."""
+    decision = _decision([ADD])
+    assert lm.outcome(decision, "apply", added=True) == "applied"
+    samples = _samples(lm.render("", decision, "apply", NOW, added=True))
+    assert samples["enmasse_loop_steps_applied_total"] == "1"
+    assert samples['enmasse_loop_last_run_outcome{outcome="applied"}'] == "1"
+    assert lm.outcome(_decision([DRAIN_R]), "apply", added=True) == "idle"  # a router: still printed
+    assert _samples(lm.render("", decision, "report", NOW, added=True))["enmasse_loop_steps_applied_total"] == "0"

@@ -12,9 +12,10 @@ exporter's textfile collector reads.
   0 for the others (OUTCOMES);
 * ``enmasse_loop_refusals_total{reason}``: runs in which a guardrail refused
   something, per guardrail (each run counts a guardrail once);
-* ``enmasse_loop_steps_applied_total``: steps carried out (moves, drains);
-  an added host and a router drain are printed as commands, so neither
-  counts.
+* ``enmasse_loop_steps_applied_total``: steps carried out (moves, drains,
+  and the spare brokers added when the loop writes its own inventory file,
+  ``added``); without that file an added host is printed as commands, and a
+  router drain always is: neither counts then.
 
 The counters go on from the previous file (a file that cannot be read as
 ours starts them at 0, which Prometheus' rate() reads as a reset). Pure
@@ -34,20 +35,22 @@ _REFUSAL = re.compile(r'^enmasse_loop_refusals_total\{reason="((?:[^"\\]|\\.)*)"
 _STEPS = re.compile(r"^enmasse_loop_steps_applied_total ([0-9.eE+]+)$")
 
 
-def applied_steps(decision):
-    """The steps of ``decision`` a run carries out: moves and broker drains."""
+def applied_steps(decision, added=False):
+    """The steps of ``decision`` a run carries out: moves and broker drains,
+    and broker adds when ``added`` (written to the loop's inventory file)."""
+    broker_actions = ("drain", "add") if added else ("drain",)
     return [s for s in (decision or {}).get("steps") or []
-            if s.get("action") == "move" or (s.get("action") == "drain" and s.get("kind") == "brokers")]
+            if s.get("action") == "move" or (s.get("action") in broker_actions and s.get("kind") == "brokers")]
 
 
-def outcome(decision, mode):
+def outcome(decision, mode, added=False):
     """The run's outcome (one of OUTCOMES) from its decision and mode."""
     refused = (decision or {}).get("refused") or []
     if any(r.get("step") == "plan" for r in refused):
         return "refused"
     if mode != "apply":
         return "report"
-    return "applied" if (decision or {}).get("act") and applied_steps(decision) else "idle"
+    return "applied" if (decision or {}).get("act") and applied_steps(decision, added) else "idle"
 
 
 def counters(previous):
@@ -67,17 +70,18 @@ def _label(value):
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def render(previous, decision, mode, now=None):
+def render(previous, decision, mode, now=None, added=False):
     """The metrics file after a run: ``previous`` (its text, "" when none),
     ``decision`` (capacity_plan_apply's result, None when no decision was
-    made), ``mode`` (report or apply), ``now`` (epoch seconds)."""
+    made), ``mode`` (report or apply), ``now`` (epoch seconds), ``added``
+    (the spare brokers it adds were written to the loop's inventory file)."""
     now = time.time() if now is None else now
     reasons, steps = counters(previous)
     for reason in sorted(set(r.get("guardrail") or "unknown" for r in (decision or {}).get("refused") or [])):
         reasons[reason] = reasons.get(reason, 0) + 1
     if mode == "apply" and (decision or {}).get("act"):
-        steps += len(applied_steps(decision))
-    last = outcome(decision, mode)
+        steps += len(applied_steps(decision, added))
+    last = outcome(decision, mode, added)
     lines = ["# HELP enmasse_loop_last_run_timestamp_seconds When the last capacity loop run ended (Unix time).",
              "# TYPE enmasse_loop_last_run_timestamp_seconds gauge",
              "enmasse_loop_last_run_timestamp_seconds %.3f" % now,
@@ -87,7 +91,7 @@ def render(previous, decision, mode, now=None):
     lines += ["# HELP enmasse_loop_refusals_total Runs in which a guardrail refused something, per guardrail.",
               "# TYPE enmasse_loop_refusals_total counter"]
     lines += ['enmasse_loop_refusals_total{reason="%s"} %d' % (_label(r), reasons[r]) for r in sorted(reasons)]
-    lines += ["# HELP enmasse_loop_steps_applied_total Steps the loop carried out (moves, broker drains).",
+    lines += ["# HELP enmasse_loop_steps_applied_total Steps the loop carried out (moves, broker drains and adds).",
               "# TYPE enmasse_loop_steps_applied_total counter",
               "enmasse_loop_steps_applied_total %d" % steps]
     return "\n".join(lines) + "\n"
