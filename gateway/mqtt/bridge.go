@@ -61,6 +61,7 @@ type link struct {
 	owner      *mqtt.Client  // the connection deliveries go to (dmu); nil during a takeover
 	holder     *mqtt.Client  // the connection that holds the session (b.mu)
 	in         *qos2In       // QoS 2 packet ids not yet released (qos2.go)
+	epoch      uint64        // of its stored record (session_store.go)
 	cs         *connState    // the session's latest connection (b.mu)
 	sc         *shared       // the user's shared router connection it is on (pool.go)
 	sess       *amqp.Session // sc's session
@@ -214,7 +215,7 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	cs.will = w
 	fresh := l
 	var t takeover
-	l, cs.resumed, t, err = b.openSession(cl, pk.Connect.Clean, fresh, cs)
+	l, cs.resumed, t, err = b.openStored(cl, pk.Connect.Clean, fresh, cs)
 	if err != nil {
 		b.Journal.Remove(w)
 		b.closeLink(fresh)
@@ -223,7 +224,7 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 		b.Metrics.Connection(connNotAuthorized)
 		return connack(cl, packets.ErrClientIdentifierNotValid, packets.Err3ClientIdentifierNotValid.Code)
 	}
-	if cs.resumed {
+	if cs.resumed && l != fresh { // (l == fresh: restored from the store, session_store.go)
 		b.closeLink(fresh) // it authenticated the client; the session's own link serves it
 		t.run(b)
 		b.Log.Info("session resumed", "client", cl.ID, "user", user, "subscriptions", len(l.subs), "qos2_ids", l.in.len())
@@ -470,6 +471,7 @@ func (b *Bridge) OnSubscribed(cl *mqtt.Client, pk packets.Packet, codes []byte) 
 		b.Metrics.Subscription(true)
 		b.Log.Info("subscribed", "client", cl.ID, "filter", f.Filter, "addresses", len(rs), "qos", codes[i])
 	}
+	b.saveSession(cl, l, 0) // before the SUBACK (session_store.go)
 }
 
 func (b *Bridge) OnUnsubscribed(cl *mqtt.Client, pk packets.Packet) {
@@ -484,6 +486,7 @@ func (b *Bridge) OnUnsubscribed(cl *mqtt.Client, pk packets.Packet) {
 		l.mu.Unlock()
 		closeAll(rs)
 	}
+	b.saveSession(cl, l, 0)
 }
 
 // sub is one address of a subscription: its receiver and a message that
