@@ -62,6 +62,7 @@ type link struct {
 	holder     *mqtt.Client  // the connection that holds the session (b.mu)
 	in         *qos2In       // QoS 2 packet ids not yet released (qos2.go)
 	epoch      uint64        // of its stored record (session_store.go)
+	stored     atomic.Bool   // a record of it was written or restored: its end removes it
 	cs         *connState    // the session's latest connection (b.mu)
 	sc         *shared       // the user's shared router connection it is on (pool.go)
 	sess       *amqp.Session // sc's session

@@ -391,7 +391,7 @@ func (b *Bridge) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 	if own && keep {
 		b.saveSession(cl, l, time.Now().Unix()) // its expiry runs from now
 	} else if own {
-		b.dropSession(cl.ID)
+		b.endSession(cl.ID, l)
 	}
 	b.Log.Info("disconnected", "client", cl.ID, "user", l.user, "session_kept", keep, "error", err)
 	if cs.will == nil || !willDue(err, cl.StopCause()) {

@@ -181,7 +181,7 @@ func (b *Bridge) OnClientExpired(cl *mqtt.Client) {
 	b.mu.Unlock()
 	if l != nil {
 		b.Log.Info("session expired", "client", cl.ID, "user", l.user)
-		b.dropSession(cl.ID)
+		b.endSession(cl.ID, l)
 		b.closeLink(l)
 	}
 }

@@ -133,8 +133,16 @@ func (b *Bridge) saveSession(cl *mqtt.Client, l *link, disconnected int64) {
 	if b.Store == nil || expires(cl) {
 		return
 	}
+	l.stored.Store(true) // before the write: a failed one may have reached the broker
 	if err := b.Store.PutSession(cl.ID, b.recordOf(cl, l.user, l.epoch, disconnected)); err != nil {
 		b.Log.Info("session record not written", "client", cl.ID, "error", err)
+	}
+}
+
+// endSession removes the record of l's session when it had one.
+func (b *Bridge) endSession(id string, l *link) {
+	if l.stored.Load() {
+		b.dropSession(id)
 	}
 }
 
@@ -190,6 +198,7 @@ func (b *Bridge) restore(cl *mqtt.Client, l *link, r *sessionRecord) {
 	l.owner = nil
 	l.dmu.Unlock()
 	l.epoch = r.Epoch + 1
+	l.stored.Store(true)
 	t := b.table.Load()
 	n := 0
 	for _, rs := range r.Subs {

@@ -129,3 +129,21 @@ def test_an_expired_stored_session_is_not_resumed(env, gw):
     control.connect()
     assert control.connack == 0 and control.present
     assert logged(gw, "session record expired", "client=" + short.client_id)
+
+
+def test_session_records_are_neither_retained_messages_nor_reachable_by_clients(env, gw):
+    """The records share the retained queue: a new subscriber of '#' gets no
+    record, and a client cannot publish a record (a '$' topic, not an address)."""
+    genv = on(env, gw)
+    s = persistent(genv, gw, "secret")
+    seen = []
+    c = tmg.Mqtt(genv, "alice", "secret-a")
+    c.c.on_message = lambda _c, _u, m: seen.append(m.topic)
+    assert c.subscribe("#")[0] in (0, 1)
+    tmg.wait_for(lambda: False, 1.0)  # the retained read (300 ms idle) and its messages
+    assert not [t for t in seen if t.startswith("$")], seen
+    assert c.puback(c.publish("$session/" + s.client_id, b"{}")).value == 0x87
+    c.close()
+    tmg.OPEN.remove(c)
+    with open(gw.log) as f:
+        assert "secret-a" not in f.read()
