@@ -95,6 +95,7 @@ type Bridge struct {
 	Metrics  *Metrics     // nil: no metrics endpoint
 	reads    sync.Map     // readKey -> chan readResult: retained reads started at the ACL check
 	subacks  sync.Map     // subackKey -> chan struct{}: closed when that SUBACK was written
+	records  sync.Map     // client id -> struct{}: ids with a session record in the store (session_store.go)
 	delayed  delayedWills // MQTT 5 wills waiting for their delay (will.go)
 	Journal  *Journal     // nil: no state_dir, wills do not survive the process (journal.go)
 	pool     pool         // the users' shared router connections (pool.go)

@@ -17,6 +17,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/Azure/go-amqp"
@@ -134,6 +135,7 @@ func (b *Bridge) saveSession(cl *mqtt.Client, l *link, disconnected int64) {
 		return
 	}
 	l.stored.Store(true) // before the write: a failed one may have reached the broker
+	b.records.Store(cl.ID, struct{}{})
 	if err := b.Store.PutSession(cl.ID, b.recordOf(cl, l.user, l.epoch, disconnected)); err != nil {
 		b.Log.Info("session record not written", "client", cl.ID, "error", err)
 	}
@@ -141,19 +143,69 @@ func (b *Bridge) saveSession(cl *mqtt.Client, l *link, disconnected int64) {
 
 // endSession removes the record of l's session when it had one.
 func (b *Bridge) endSession(id string, l *link) {
-	if l.stored.Load() {
+	if _, known := b.records.Load(id); known || l.stored.Load() {
 		b.dropSession(id)
 	}
 }
 
-// dropSession writes the tombstone of the client id's record.
+// dropSession writes the tombstone of the client id's record. A tombstone
+// stays in the queue as the key's last value (as a cleared retained topic
+// does), so it is written only for ids that had a record: a clean client's
+// CONNECT writes none.
 func (b *Bridge) dropSession(id string) {
 	if b.Store == nil {
 		return
 	}
 	if err := b.Store.PutSession(id, nil); err != nil {
 		b.Log.Info("session record not removed", "client", id, "error", err)
+		return
 	}
+	b.records.Delete(id)
+}
+
+// loadRecordIndex reads which client ids have a live record, once at
+// start before the listeners (about 300 ms: the read's idle window); when
+// the store does not answer, again every 5 s in the background. A clean
+// start of such an id removes its record. Not in the index: records
+// another instance writes later, and while the store did not answer
+// (docs/mqtt-design.md "Sessions that survive a gateway restart").
+func (b *Bridge) loadRecordIndex() {
+	if b.Store == nil || b.indexRecords() {
+		return
+	}
+	go func() {
+		for !b.indexRecords() {
+			time.Sleep(5 * time.Second)
+		}
+	}()
+}
+
+func (b *Bridge) indexRecords() bool {
+	all, err := b.Store.readAll()
+	if err != nil {
+		b.Log.Info("session records not read: tried again in 5 s", "error", err)
+		return false
+	}
+	n := 0
+	for id, live := range recordIDs(all) {
+		if live {
+			b.records.Store(id, struct{}{})
+			n++
+		}
+	}
+	b.Log.Info("session records read", "records", n)
+	return true
+}
+
+// recordIDs: client id -> whether its last record is live (not a tombstone).
+func recordIDs(all []Retained) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range all {
+		if strings.HasPrefix(m.Topic, sessionKeyPrefix) {
+			out[strings.TrimPrefix(m.Topic, sessionKeyPrefix)] = len(m.Payload) > 0
+		}
+	}
+	return out
 }
 
 // storedSession: at a CONNECT with clean start 0 whose id has no session in
@@ -237,7 +289,7 @@ func (b *Bridge) openStored(cl *mqtt.Client, clean bool, fresh *link, cs *connSt
 	if err != nil || resumed {
 		return l, resumed, t, err
 	}
-	if clean {
+	if _, known := b.records.Load(cl.ID); clean && known {
 		b.dropSession(cl.ID)
 	}
 	if r == nil {

@@ -54,3 +54,12 @@ func TestRetainedReadsSkipSessionRecords(t *testing.T) {
 		}
 	}
 }
+
+func TestRecordIDsTakeTheLastValuePerClientID(t *testing.T) {
+	all := []Retained{{sessionKeyPrefix + "a", []byte("{}"), 0}, {"t/a", []byte("x"), 1},
+		{sessionKeyPrefix + "b", []byte("{}"), 0}, {sessionKeyPrefix + "a", nil, 0}}
+	got := recordIDs(all)
+	if len(got) != 2 || got["a"] || !got["b"] {
+		t.Fatalf("%v", got)
+	}
+}

@@ -147,3 +147,20 @@ def test_session_records_are_neither_retained_messages_nor_reachable_by_clients(
     tmg.OPEN.remove(c)
     with open(gw.log) as f:
         assert "secret-a" not in f.read()
+
+
+@pytest.mark.parametrize("stop", ["kill", "terminate"])
+def test_a_session_connected_while_the_gateway_stops_is_restored_at_pahos_reconnect(env, gw, stop):
+    """SIGKILL (the record has no disconnect time) and SIGTERM (mochi closes
+    the client, the record gets one); paho reconnects by itself."""
+    genv = on(env, gw)
+    s = Session(genv, cid("live-" + stop)).connect()
+    assert s.subscribe("q1") == [1] and not s.present
+    getattr(gw.proc, stop)()
+    gw.proc.wait(15)
+    bodies = payloads("live-" + stop)
+    send_amqp(env, "q1", bodies)
+    gw.start()
+    assert tmg.wait_for(lambda: s.present, 20), "paho did not reconnect to a resumed session (%s)" % s.connack
+    assert tmg.wait_for(lambda: len(got(s, bodies)) == 3, 15), s.messages
+    assert sorted(got(s, bodies)) == sorted(bodies)
