@@ -113,8 +113,10 @@ def test_a_clean_start_after_a_restart_discards_the_stored_session(env, gw):
     send_amqp(env, "q1", bodies)
     assert tmg.wait_for(lambda: len(got(control, bodies)) == 3, 15), control.messages
     assert not got(fresh, bodies), "an old subscription of the clean session delivered"
-    fresh.disconnect()  # expiry 0: the session ends
+    fresh.c.loop_stop()  # the gateway dies under it: only the clean start itself removed the record
     restart(gw)
+    fresh.c.socket().close()
+    tmg.OPEN.remove(fresh)
     again = Session(genv, gone.client_id).connect()
     assert again.connack == 0 and not again.present, "the clean start left the stored session"
 
