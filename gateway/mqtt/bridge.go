@@ -61,6 +61,8 @@ type link struct {
 	owner      *mqtt.Client  // the connection deliveries go to (dmu); nil during a takeover
 	holder     *mqtt.Client  // the connection that holds the session (b.mu)
 	in         *qos2In       // QoS 2 packet ids not yet released (qos2.go)
+	epoch      uint64        // of its stored record (session_store.go)
+	stored     atomic.Bool   // a record of it was written or restored: its end removes it
 	cs         *connState    // the session's latest connection (b.mu)
 	sc         *shared       // the user's shared router connection it is on (pool.go)
 	sess       *amqp.Session // sc's session
@@ -93,6 +95,7 @@ type Bridge struct {
 	Metrics  *Metrics     // nil: no metrics endpoint
 	reads    sync.Map     // readKey -> chan readResult: retained reads started at the ACL check
 	subacks  sync.Map     // subackKey -> chan struct{}: closed when that SUBACK was written
+	records  sync.Map     // client id -> struct{}: ids with a session record in the store (session_store.go)
 	delayed  delayedWills // MQTT 5 wills waiting for their delay (will.go)
 	Journal  *Journal     // nil: no state_dir, wills do not survive the process (journal.go)
 	pool     pool         // the users' shared router connections (pool.go)
@@ -214,7 +217,7 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	cs.will = w
 	fresh := l
 	var t takeover
-	l, cs.resumed, t, err = b.openSession(cl, pk.Connect.Clean, fresh, cs)
+	l, cs.resumed, t, err = b.openStored(cl, pk.Connect.Clean, fresh, cs)
 	if err != nil {
 		b.Journal.Remove(w)
 		b.closeLink(fresh)
@@ -223,7 +226,7 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 		b.Metrics.Connection(connNotAuthorized)
 		return connack(cl, packets.ErrClientIdentifierNotValid, packets.Err3ClientIdentifierNotValid.Code)
 	}
-	if cs.resumed {
+	if cs.resumed && l != fresh { // (l == fresh: restored from the store, session_store.go)
 		b.closeLink(fresh) // it authenticated the client; the session's own link serves it
 		t.run(b)
 		b.Log.Info("session resumed", "client", cl.ID, "user", user, "subscriptions", len(l.subs), "qos2_ids", l.in.len())
@@ -470,6 +473,7 @@ func (b *Bridge) OnSubscribed(cl *mqtt.Client, pk packets.Packet, codes []byte) 
 		b.Metrics.Subscription(true)
 		b.Log.Info("subscribed", "client", cl.ID, "filter", f.Filter, "addresses", len(rs), "qos", codes[i])
 	}
+	b.saveSession(cl, l, 0) // before the SUBACK (session_store.go)
 }
 
 func (b *Bridge) OnUnsubscribed(cl *mqtt.Client, pk packets.Packet) {
@@ -484,6 +488,7 @@ func (b *Bridge) OnUnsubscribed(cl *mqtt.Client, pk packets.Packet) {
 		l.mu.Unlock()
 		closeAll(rs)
 	}
+	b.saveSession(cl, l, 0)
 }
 
 // sub is one address of a subscription: its receiver and a message that

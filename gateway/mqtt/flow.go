@@ -387,7 +387,12 @@ func (b *Bridge) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 	<-cs.drained
 	t.Stop()
 	cs.stopWait()
-	keep := b.detach(cl, l, expire)
+	keep, own := b.detach(cl, l, expire)
+	if own && keep {
+		b.saveSession(cl, l, time.Now().Unix()) // its expiry runs from now
+	} else if own {
+		b.endSession(cl.ID, l)
+	}
 	b.Log.Info("disconnected", "client", cl.ID, "user", l.user, "session_kept", keep, "error", err)
 	if cs.will == nil || !willDue(err, cl.StopCause()) {
 		b.Journal.Remove(cs.will) // a normal DISCONNECT: no will

@@ -127,6 +127,8 @@ func main() {
 	}
 	// the previous process's wills, before any client connects (journal.go)
 	b.recoverWills()
+	// which client ids have a session record (session_store.go)
+	b.loadRecordIndex()
 	// the listeners hand mochi tailConns (disconnect.go); otherwise mochi's TCP listener
 	if c.ListenTLS != "" {
 		ln, err := net.Listen("tcp", c.ListenTLS)

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,12 +108,17 @@ func (s *RetainStore) reset() {
 // qd:routed-link-lost) is tried once more on a fresh connection. Sending
 // twice is harmless: the queue keeps the last value per topic.
 func (s *RetainStore) Put(topic string, payload []byte, qos byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
-	defer cancel()
 	m := amqp.NewMessage(payload)
 	m.Header = &amqp.MessageHeader{Durable: true}
 	m.ApplicationProperties = map[string]any{RetainKey: topic}
 	m.Annotations = amqp.Annotations{annotationQos: int32(qos), annotationRetain: true}
+	return s.send(m)
+}
+
+// send m durable and unsettled, awaiting the broker's accepted (Put).
+func (s *RetainStore) send(m *amqp.Message) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
+	defer cancel()
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
 		var sess *amqp.Session
@@ -175,6 +181,21 @@ const (
 func (s *RetainStore) Match(filter string) ([]Retained, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
 	defer cancel()
+	all, err := s.readAllCtx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return matching(all, filter), nil
+}
+
+// readAll: every message of the queue, in order (session_store.go).
+func (s *RetainStore) readAll() ([]Retained, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
+	defer cancel()
+	return s.readAllCtx(ctx)
+}
+
+func (s *RetainStore) readAllCtx(ctx context.Context) ([]Retained, error) {
 	sess, err := s.lockedSession(ctx)
 	if err != nil {
 		return nil, err
@@ -184,7 +205,7 @@ func (s *RetainStore) Match(filter string) ([]Retained, error) {
 		s.drop(sess)
 		return nil, err
 	}
-	return matching(all, filter), nil
+	return all, nil
 }
 
 func (s *RetainStore) read(ctx context.Context, sess *amqp.Session) ([]Retained, error) {
@@ -226,8 +247,8 @@ func matching(all []Retained, filter string) []Retained {
 	idx.Subscribe("f", packets.Subscription{Filter: filter})
 	var out []Retained
 	for i, m := range all {
-		if last[m.Topic] != i || len(m.Payload) == 0 {
-			continue
+		if last[m.Topic] != i || len(m.Payload) == 0 || strings.HasPrefix(m.Topic, "$") {
+			continue // superseded, cleared, or a record of the gateway (session_store.go)
 		}
 		if len(idx.Subscribers(m.Topic).Subscriptions) > 0 {
 			out = append(out, m)

@@ -148,21 +148,23 @@ func (b *Bridge) OnSessionEstablished(cl *mqtt.Client, pk packets.Packet) {
 }
 
 // detach at OnDisconnect: keep is true when the link outlives the
-// connection (the session stays, offline, or was taken over).
-func (b *Bridge) detach(cl *mqtt.Client, l *link, expire bool) (keep bool) {
+// connection (the session stays, offline, or was taken over); own is true
+// when this connection held the session to its end (its record is then
+// written or removed, session_store.go).
+func (b *Bridge) detach(cl *mqtt.Client, l *link, expire bool) (keep, own bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.sessions[cl.ID] != l {
-		return false // replaced by a clean session of the id
+		return false, false // replaced by a clean session of the id
 	}
 	if l.holder != cl {
-		return true // taken over: the new connection has it
+		return true, false // taken over: the new connection has it
 	}
 	if expire {
 		delete(b.sessions, cl.ID)
-		return false
+		return false, true
 	}
-	return true
+	return true, true
 }
 
 // OnClientExpired: mochi ended an offline session (its expiry passed).
@@ -179,6 +181,7 @@ func (b *Bridge) OnClientExpired(cl *mqtt.Client) {
 	b.mu.Unlock()
 	if l != nil {
 		b.Log.Info("session expired", "client", cl.ID, "user", l.user)
+		b.endSession(cl.ID, l)
 		b.closeLink(l)
 	}
 }

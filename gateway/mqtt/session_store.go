@@ -1,0 +1,303 @@
+// Session records in the space's broker (docs/mqtt-design.md "Sessions
+// that survive a gateway restart"): a persistent session's user, its
+// subscriptions and its expiry are kept as one message per client id in the
+// store the retained messages use (RetainStore: the durable,
+// non-destructive last-value queue on the gateway's service connection),
+// under the key "$session/<client id>" (no client can publish a topic
+// starting with "$", and retained reads skip such keys). Written at
+// SUBSCRIBE, UNSUBSCRIBE and DISCONNECT of a persistent session; an ended
+// session (clean start, expiry, DISCONNECT with expiry 0) writes a
+// tombstone (empty body). Read at CONNECT with clean start 0 when the id has
+// no session in this instance's memory (a restarted gateway): the record's
+// subscriptions are installed in mochi and attached on the router with the
+// client's own credentials before the CONNACK (session present 1). The
+// password is never in a record.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/Azure/go-amqp"
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// sessionKeyPrefix: the last-value key of a client id's record.
+const sessionKeyPrefix = "$session/"
+
+// recordVersion: the record's format; a record of another version is ignored.
+const recordVersion = 1
+
+// sessionRecord is what survives the gateway of a persistent session.
+type sessionRecord struct {
+	V            int         `json:"v"`
+	User         string      `json:"user"`
+	Expiry       uint32      `json:"expiry"`       // seconds after the disconnect
+	Disconnected int64       `json:"disconnected"` // unix seconds; 0: connected when written
+	Epoch        uint64      `json:"epoch"`        // incremented at each resume from the record
+	Subs         []recordSub `json:"subs"`
+}
+
+type recordSub struct {
+	Filter string `json:"filter"`
+	Qos    byte   `json:"qos"`
+	NoLoc  bool   `json:"no_local,omitempty"`
+	RAP    bool   `json:"retain_as_published,omitempty"`
+	RH     byte   `json:"retain_handling,omitempty"`
+}
+
+func encodeRecord(r *sessionRecord) []byte {
+	r.V = recordVersion
+	out, _ := json.Marshal(r) // plain fields: cannot fail
+	return out
+}
+
+// decodeRecord: nil for a tombstone (empty body).
+func decodeRecord(body []byte) (*sessionRecord, error) {
+	if len(body) == 0 {
+		return nil, nil
+	}
+	var r sessionRecord
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("session record: %v", err)
+	}
+	if r.V != recordVersion {
+		return nil, fmt.Errorf("session record: version %d, not %d", r.V, recordVersion)
+	}
+	return &r, nil
+}
+
+// expired: the record's session ended by its expiry at now (unix seconds).
+// A record written while connected (the gateway died under it) has no
+// disconnect time: it is taken as not expired.
+func (r *sessionRecord) expired(now int64) bool {
+	return r.Disconnected > 0 && r.Disconnected+int64(r.Expiry) < now
+}
+
+// PutSession writes the client id's record (nil: a tombstone) and returns
+// once the broker accepted it.
+func (s *RetainStore) PutSession(id string, r *sessionRecord) error {
+	var body []byte
+	if r != nil {
+		body = encodeRecord(r)
+	}
+	m := amqp.NewMessage(body)
+	m.Header = &amqp.MessageHeader{Durable: true}
+	m.ApplicationProperties = map[string]any{RetainKey: sessionKeyPrefix + id}
+	return s.send(m)
+}
+
+// Session reads the client id's record: nil when there is none (or a
+// tombstone).
+func (s *RetainStore) Session(id string) (*sessionRecord, error) {
+	all, err := s.readAll()
+	if err != nil {
+		return nil, err
+	}
+	var body []byte
+	found := false
+	for _, m := range all {
+		if m.Topic == sessionKeyPrefix+id {
+			body, found = m.Payload, true // the last one wins
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	return decodeRecord(body)
+}
+
+// recordOf: the record of cl's session as mochi holds it now.
+func (b *Bridge) recordOf(cl *mqtt.Client, user string, epoch uint64, disconnected int64) *sessionRecord {
+	r := &sessionRecord{User: user, Expiry: b.expiryOf(cl), Disconnected: disconnected, Epoch: epoch}
+	for _, s := range cl.State.Subscriptions.GetAll() {
+		r.Subs = append(r.Subs, recordSub{Filter: s.Filter, Qos: s.Qos, NoLoc: s.NoLocal, RAP: s.RetainAsPublished,
+			RH: s.RetainHandling})
+	}
+	return r
+}
+
+// expiryOf: mochi's session expiry of cl (clearExpiredClients' rule).
+func (b *Bridge) expiryOf(cl *mqtt.Client) uint32 {
+	if cl.Properties.ProtocolVersion == 5 && cl.Properties.Props.SessionExpiryIntervalFlag {
+		return cl.Properties.Props.SessionExpiryInterval
+	}
+	return uint32(*b.Config.MaxSessionExpiry)
+}
+
+// saveSession writes cl's record when its session persists; a failure is
+// logged (the session lives on in this instance).
+func (b *Bridge) saveSession(cl *mqtt.Client, l *link, disconnected int64) {
+	if b.Store == nil || expires(cl) {
+		return
+	}
+	l.stored.Store(true) // before the write: a failed one may have reached the broker
+	b.records.Store(cl.ID, struct{}{})
+	if err := b.Store.PutSession(cl.ID, b.recordOf(cl, l.user, l.epoch, disconnected)); err != nil {
+		b.Log.Info("session record not written", "client", cl.ID, "error", err)
+	}
+}
+
+// endSession removes the record of l's session when it had one.
+func (b *Bridge) endSession(id string, l *link) {
+	if _, known := b.records.Load(id); known || l.stored.Load() {
+		b.dropSession(id)
+	}
+}
+
+// dropSession writes the tombstone of the client id's record. A tombstone
+// stays in the queue as the key's last value (as a cleared retained topic
+// does), so it is written only for ids that had a record: a clean client's
+// CONNECT writes none.
+func (b *Bridge) dropSession(id string) {
+	if b.Store == nil {
+		return
+	}
+	if err := b.Store.PutSession(id, nil); err != nil {
+		b.Log.Info("session record not removed", "client", id, "error", err)
+		return
+	}
+	b.records.Delete(id)
+}
+
+// loadRecordIndex reads which client ids have a live record, once at
+// start before the listeners (about 300 ms: the read's idle window); when
+// the store does not answer, again every 5 s in the background. A clean
+// start of such an id removes its record. Not in the index: records
+// another instance writes later, and while the store did not answer
+// (docs/mqtt-design.md "Sessions that survive a gateway restart").
+func (b *Bridge) loadRecordIndex() {
+	if b.Store == nil || b.indexRecords() {
+		return
+	}
+	go func() {
+		for !b.indexRecords() {
+			time.Sleep(5 * time.Second)
+		}
+	}()
+}
+
+func (b *Bridge) indexRecords() bool {
+	all, err := b.Store.readAll()
+	if err != nil {
+		b.Log.Info("session records not read: tried again in 5 s", "error", err)
+		return false
+	}
+	n := 0
+	for id, live := range recordIDs(all) {
+		if live {
+			b.records.Store(id, struct{}{})
+			n++
+		}
+	}
+	b.Log.Info("session records read", "records", n)
+	return true
+}
+
+// recordIDs: client id -> whether its last record is live (not a tombstone).
+func recordIDs(all []Retained) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range all {
+		if strings.HasPrefix(m.Topic, sessionKeyPrefix) {
+			out[strings.TrimPrefix(m.Topic, sessionKeyPrefix)] = len(m.Payload) > 0
+		}
+	}
+	return out
+}
+
+// storedSession: at a CONNECT with clean start 0 whose id has no session in
+// this instance, the record in the store (nil: none, expired, or no store).
+// errOtherUser when it is another user's.
+func (b *Bridge) storedSession(cl *mqtt.Client, clean bool, user string) (*sessionRecord, error) {
+	if b.Store == nil || clean {
+		return nil, nil
+	}
+	b.mu.Lock()
+	_, known := b.sessions[cl.ID]
+	b.mu.Unlock()
+	if known {
+		return nil, nil
+	}
+	r, err := b.Store.Session(cl.ID)
+	if err != nil {
+		b.Log.Info("session record not read: a new session", "client", cl.ID, "error", err)
+		return nil, nil
+	}
+	if r == nil {
+		return nil, nil
+	}
+	if r.User != user {
+		return nil, errOtherUser
+	}
+	if r.expired(time.Now().Unix()) {
+		b.Log.Info("session record expired: a new session", "client", cl.ID)
+		b.dropSession(cl.ID)
+		return nil, nil
+	}
+	return r, nil
+}
+
+// restore installs a record's subscriptions for cl (mochi's own
+// inheritClientSession does the same for a session in its memory) and
+// attaches their receivers on the client's link l, with its credentials:
+// the router's recv decides again. The receivers start delivering after
+// the CONNACK (l.owner is set by OnSessionEstablished).
+func (b *Bridge) restore(cl *mqtt.Client, l *link, r *sessionRecord) {
+	l.dmu.Lock()
+	l.owner = nil
+	l.dmu.Unlock()
+	l.epoch = r.Epoch + 1
+	l.stored.Store(true)
+	t := b.table.Load()
+	n := 0
+	for _, rs := range r.Subs {
+		s := packets.Subscription{Filter: rs.Filter, Qos: rs.Qos, NoLocal: rs.NoLoc, RetainAsPublished: rs.RAP,
+			RetainHandling: rs.RH}
+		subs := b.attach(cl, l, t.Expand(s.Filter))
+		if len(subs) == 0 {
+			b.Log.Info("stored subscription not restored: no recv permission or no address", "client", cl.ID,
+				"filter", s.Filter)
+			continue
+		}
+		l.mu.Lock()
+		l.subs[s.Filter] = subs
+		l.mu.Unlock()
+		b.Server.Topics.Subscribe(cl.ID, s)
+		cl.State.Subscriptions.Add(s.Filter, s)
+		rap := cl.Properties.ProtocolVersion == 5 && s.RetainAsPublished
+		for _, x := range subs {
+			go b.receive(l, x.r, x.first, s.Qos, rap)
+		}
+		n++
+	}
+	b.Log.Info("session restored from the store", "client", cl.ID, "user", l.user, "subscriptions", n,
+		"epoch", l.epoch)
+}
+
+// openStored is openSession with the store: a record found for an id this
+// instance does not hold is restored on the fresh link (session present);
+// a clean start removes the id's record.
+func (b *Bridge) openStored(cl *mqtt.Client, clean bool, fresh *link, cs *connState) (*link, bool, takeover, error) {
+	r, err := b.storedSession(cl, clean || *b.Config.MaxSessionExpiry == 0, fresh.user)
+	if err != nil {
+		return nil, false, takeover{}, err
+	}
+	l, resumed, t, err := b.openSession(cl, clean, fresh, cs)
+	if err != nil || resumed {
+		return l, resumed, t, err
+	}
+	if _, known := b.records.Load(cl.ID); clean && known {
+		b.dropSession(cl.ID)
+	}
+	if r == nil {
+		return l, false, t, nil
+	}
+	b.restore(cl, l, r)
+	if !expires(cl) {
+		b.saveSession(cl, l, 0) // the new epoch
+	}
+	return l, true, t, nil
+}

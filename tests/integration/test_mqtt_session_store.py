@@ -1,0 +1,168 @@
+"""Persistent sessions that survive a restart of the MQTT gateway
+(gateway/mqtt/session_store.go, docs/mqtt-design.md "Sessions that survive
+a gateway restart"), with REAL components: test_mqtt_retained.py's
+environment (two qdrouterd 1.19, two Artemis pool brokers, the standard
+space converged with its MQTT service, the auth service), a gateway binary
+of that space of each test's own, stopped with SIGKILL and started again,
+REAL paho-mqtt clients (MQTT 5 with a session expiry, 3.1.1 with clean
+session 0) and a REAL AMQP producer (python-qpid-proton) sending to the
+space's queue ``q1`` while no gateway runs. The session records live in the
+space's broker (the retained queue, key ``$session/<client id>``)."""
+import os
+import time
+
+import pytest
+
+import test_auth_service_router as asr
+import test_mqtt_gateway as tmg
+# env is test_mqtt_retained's fixture, used here by name
+from test_mqtt_retained import Gateway, env, gateway_config, on  # noqa: F401 pylint: disable=unused-import
+from test_mqtt_sessions import Session, cid, send_amqp
+
+pytestmark = [pytest.mark.integration, pytest.mark.router]
+
+
+@pytest.fixture
+def gw(env, tmp_path):
+    config = gateway_config(env["std"], str(tmp_path), env["status"], 0, env["service_password"])
+    g = Gateway(tmg.gateway_binary(), str(tmp_path), "gw-sessions", config).start()
+    try:
+        yield g
+    finally:
+        while tmg.OPEN:  # every session ended, so none shares q1's messages in the next test
+            try:
+                tmg.OPEN.pop().close()
+            except AssertionError:
+                pass
+        if g.proc:
+            asr.stop(g.proc)
+
+
+def logged(g, *words):
+    with open(g.log) as f:
+        return [line for line in f if all(w in line for w in words)]
+
+
+def away(s, g):
+    """A normal DISCONNECT; returns once the gateway wrote the session's record."""
+    s.disconnect()
+    assert tmg.wait_for(lambda: logged(g, "msg=disconnected", "client=" + s.client_id, "session_kept=true"), 10)
+
+
+def restart(g, pause=0.0):
+    g.kill()  # SIGKILL: nothing is written at the end
+    time.sleep(pause)
+    g.start()
+
+
+def payloads(tag, n=3):
+    return [("%s-%d-%s" % (tag, i, os.urandom(3).hex())).encode() for i in range(n)]
+
+
+def got(s, bodies):
+    return [m[1] for m in s.messages if m[1] in bodies]
+
+
+def persistent(genv, g, tag, version=5, expiry=300):
+    """A session subscribed to q1 (QoS 1), gone away."""
+    s = Session(genv, cid(tag), version=version, expiry=expiry).connect()
+    assert s.connack == 0 and not s.present
+    assert s.subscribe("q1") == [1]
+    away(s, g)
+    return s
+
+
+@pytest.mark.parametrize("version", [5, 3])
+def test_a_persistent_session_survives_a_restart_of_the_gateway(env, gw, version):
+    genv = on(env, gw)
+    s = persistent(genv, gw, "keep%d" % version, version=version)
+    gw.kill()
+    bodies = payloads("restart%d" % version)
+    send_amqp(env, "q1", bodies)  # into the broker's queue while no gateway runs
+    gw.start()
+    s.connect()
+    assert s.connack == 0 and s.present, "session present %s after the restart" % s.present
+    assert tmg.wait_for(lambda: len(got(s, bodies)) == 3, 15), s.messages
+    assert sorted(got(s, bodies)) == sorted(bodies)
+    assert all(m[2] == 1 for m in s.messages if m[1] in bodies)
+    assert logged(gw, "session restored from the store", "client=" + s.client_id, "subscriptions=1")
+
+
+@pytest.mark.parametrize("version", [5, 3])
+def test_after_a_restart_another_user_cannot_take_the_session(env, gw, version):
+    genv = on(env, gw)
+    s = persistent(genv, gw, "owned%d" % version, version=version)
+    restart(gw)
+    other = Session(genv, s.client_id, version=version, user="carol", password="carol-pw").connect()
+    # MQTT 5: 0x85; 3.1.1: return code 2, which paho reports as the same reason code
+    assert other.connack is not None and other.connack.value == 0x85, other.connack
+    s.connect()  # the owner's session is still there
+    assert s.connack == 0 and s.present
+
+
+def test_a_clean_start_after_a_restart_discards_the_stored_session(env, gw):
+    genv = on(env, gw)
+    gone = persistent(genv, gw, "clean")
+    control = persistent(genv, gw, "control", version=3)
+    restart(gw)
+    fresh = Session(genv, gone.client_id, clean=True, expiry=0).connect()
+    assert fresh.connack == 0 and not fresh.present
+    control.connect()
+    assert control.present, "the other session did not survive the same restart"
+    bodies = payloads("clean")
+    send_amqp(env, "q1", bodies)
+    assert tmg.wait_for(lambda: len(got(control, bodies)) == 3, 15), control.messages
+    assert not got(fresh, bodies), "an old subscription of the clean session delivered"
+    fresh.c.loop_stop()  # the gateway dies under it: only the clean start itself removed the record
+    restart(gw)
+    fresh.c.socket().close()
+    tmg.OPEN.remove(fresh)
+    again = Session(genv, gone.client_id).connect()
+    assert again.connack == 0 and not again.present, "the clean start left the stored session"
+
+
+def test_an_expired_stored_session_is_not_resumed(env, gw):
+    genv = on(env, gw)
+    short = persistent(genv, gw, "short", expiry=2)
+    control = persistent(genv, gw, "long", version=3)
+    restart(gw, pause=3.0)  # killed within the 2 s: mochi did not expire it, the record must
+    short.connect()
+    assert short.connack == 0 and not short.present, "an expired session was resumed"
+    control.connect()
+    assert control.connack == 0 and control.present
+    assert logged(gw, "session record expired", "client=" + short.client_id)
+
+
+def test_session_records_are_neither_retained_messages_nor_reachable_by_clients(env, gw):
+    """The records share the retained queue: a new subscriber of '#' gets no
+    record, and a client cannot publish a record (a '$' topic, not an address)."""
+    genv = on(env, gw)
+    s = persistent(genv, gw, "secret")
+    seen = []
+    c = tmg.Mqtt(genv, "alice", "secret-a")
+    c.c.on_message = lambda _c, _u, m: seen.append(m.topic)
+    assert c.subscribe("#")[0] in (0, 1)
+    tmg.wait_for(lambda: False, 1.0)  # the retained read (300 ms idle) and its messages
+    assert not [t for t in seen if t.startswith("$")], seen
+    assert c.puback(c.publish("$session/" + s.client_id, b"{}")).value == 0x87
+    c.close()
+    tmg.OPEN.remove(c)
+    with open(gw.log) as f:
+        assert "secret-a" not in f.read()
+
+
+@pytest.mark.parametrize("stop", ["kill", "terminate"])
+def test_a_session_connected_while_the_gateway_stops_is_restored_at_pahos_reconnect(env, gw, stop):
+    """SIGKILL (the record has no disconnect time) and SIGTERM (mochi closes
+    the client, the record gets one); paho reconnects by itself."""
+    genv = on(env, gw)
+    s = Session(genv, cid("live-" + stop)).connect()
+    assert s.subscribe("q1") == [1] and not s.present
+    getattr(gw.proc, stop)()
+    gw.proc.wait(15)
+    bodies = payloads("live-" + stop)
+    send_amqp(env, "q1", bodies)
+    gw.start()
+    assert tmg.wait_for(lambda: s.present, 20), "paho did not reconnect to a resumed session (%s)" % s.connack
+    assert tmg.wait_for(lambda: len(got(s, bodies)) == 3, 15), s.messages
+    assert sorted(got(s, bodies)) == sorted(bodies)
