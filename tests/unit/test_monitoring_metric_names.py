@@ -7,7 +7,8 @@ here:
 * the MQTT gateway: gateway/mqtt/metrics.go, ``metricsPrefix`` plus every
   ``Name: metricsPrefix + "..."`` (client_golang writes the name as given);
 * the auth service: plugins/module_utils/auth/metrics.py, the ``# TYPE``
-  lines of ``Metrics().render()`` (its real exposition, run here);
+  lines of ``Metrics().render()`` (its real exposition, run here), with its
+  mesh probe's (auth/mesh.py ``MeshProbe.lines()``, the router hosts');
 * brokers: the ``name:`` of every rule of the broker role's JMX exporter
   configuration, roles/broker/templates/jmx-exporter.yml.j2;
 * qdrouterd 1.19: the ``metrics[]`` table of src/http-libwebsockets.c in the
@@ -36,6 +37,7 @@ import tarfile
 import pytest
 import yaml
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.auth import mesh as auth_mesh
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import metrics as auth_metrics
 from ansible_collections.enmasse.messaging.plugins.module_utils.model import loop_metrics
 
@@ -47,8 +49,8 @@ RULES = sorted(glob.glob(os.path.join(ROLE, "files", "*.yml")))
 RULE_TESTS = sorted(glob.glob(os.path.join(ROLE, "tests", "*.test.yml")))
 DASHBOARDS = sorted(glob.glob(os.path.join(ROLE, "files", "dashboards", "*.json")))
 PROMETHEUS_OWN = {"up"}
-# {name: why} for a name read before any exporter emits it; none now (docs/monitoring.md says why the router
-# link and pending addresses rules were removed rather than left without input)
+# {name: why} for a name read before any exporter emits it; none now (docs/monitoring.md says why the
+# pending addresses rule was removed rather than left without input)
 GAPS = {}
 
 
@@ -61,7 +63,9 @@ def gateway_names():
 
 
 def auth_service_names():
-    return set(re.findall(r"(?m)^# TYPE (\S+) ", auth_metrics.Metrics(clock=lambda: 0).render()))
+    exposition = auth_metrics.Metrics(clock=lambda: 0)
+    exposition.sources.append(auth_mesh.MeshProbe("amqp://127.0.0.1:55670", 3))
+    return set(re.findall(r"(?m)^# TYPE (\S+) ", exposition.render()))
 
 
 def loop_names():
@@ -153,7 +157,9 @@ def test_the_promql_name_reader(expr, names):
 def test_the_lists_are_read_from_the_exporters():
     assert {"enmasse_mqtt_gateway_connections_total", "enmasse_mqtt_gateway_connected_clients",
             "enmasse_mqtt_gateway_retained_stored_total"} <= gateway_names()
-    assert {"enmasse_auth_service_authentications_total", "enmasse_auth_service_connections"} <= auth_service_names()
+    assert {"enmasse_auth_service_authentications_total", "enmasse_auth_service_connections",
+            "enmasse_router_mesh_routers", "enmasse_router_mesh_expected_routers",
+            "enmasse_router_management_up"} <= auth_service_names()
     assert {"artemis_message_count", "artemis_disk_store_usage_ratio"} <= broker_names()
     assert loop_names() == {"enmasse_loop_last_run_timestamp_seconds", "enmasse_loop_last_run_outcome",
                             "enmasse_loop_refusals_total", "enmasse_loop_steps_applied_total",

@@ -64,6 +64,8 @@ class Metrics(object):
         self.authentications = {}
         self.connections_total = 0
         self.open_connections = 0
+        # more series: objects whose lines() gives them (mesh.MeshProbe)
+        self.sources = []
         for outcome in FAILED + (BACKEND_ERROR,):
             self.authentications[(OTHER_REALM, outcome)] = 0
 
@@ -88,6 +90,8 @@ class Metrics(object):
             lines += ["# HELP %s%s %s" % (PREFIX, name, text), "# TYPE %s%s %s" % (PREFIX, name, kind),
                       "%s%s %s" % (PREFIX, name, repr(float(value)) if kind == "gauge" and name.startswith("start")
                                    else "%d" % value)]
+        for source in self.sources:
+            lines += source.lines()
         return "\n".join(lines) + "\n"
 
 

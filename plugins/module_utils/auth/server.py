@@ -48,6 +48,7 @@ import sys
 from . import backends
 from . import codec
 from . import keycloak_backend
+from . import mesh
 from . import metrics
 
 LOG = logging.getLogger("enmasse-auth-service")
@@ -79,6 +80,7 @@ DEFAULTS = {
     "metrics_port": 0,
     "metrics_password_file": "",
 }
+DEFAULTS.update(mesh.DEFAULTS)   # the mesh probe (mesh.py), exported on the metrics endpoint
 BACKENDS = ("users_file", "keycloak")
 
 
@@ -352,6 +354,7 @@ def load_config(path=None, overrides=None):
         raise ValueError("log_level: %r must be DEBUG, INFO, WARNING or ERROR" % config["log_level"])
     check_backend_config(config)
     check_metrics_config(config)
+    mesh.check_config(config)
     return config
 
 
@@ -443,6 +446,9 @@ async def serve(config, config_path=None, overrides=None, ready=None):
     LOG.info("listening on %s:%s%s, %s", config["listen_host"], ",".join(str(p) for p in server.ports()),
              " (TLS)" if config["tls_cert"] else "", describe_backend(config))
     server.metrics_server, metrics_context = await start_metrics(config, server)
+    probe = mesh.start_probe(config)
+    if probe is not None:
+        server.metrics.sources.append(probe)
     if ready is not None:
         ready(server)
     stop = asyncio.Event()
@@ -463,7 +469,7 @@ async def serve(config, config_path=None, overrides=None, ready=None):
             LOG.error("reload: %s; keeping the running configuration", exc)
             return
         for key in ("listen_host", "listen_port", "tls_cert", "tls_key", "tls_ca", "workers", "container_id",
-                    "metrics_host", "metrics_port"):
+                    "metrics_host", "metrics_port") + tuple(mesh.DEFAULTS):
             if fresh[key] != config[key]:
                 LOG.warning("reload: %s changed; it takes effect on restart", key)
         server.backend = backend
@@ -477,6 +483,8 @@ async def serve(config, config_path=None, overrides=None, ready=None):
     loop.add_signal_handler(signal.SIGHUP, reload)
     await stop.wait()
     LOG.info("stopping")
+    if probe is not None:
+        probe.stop()
     if server.metrics_server is not None:
         await server.metrics_server.stop()
     await server.stop()
@@ -531,6 +539,8 @@ def main(argv=None):
     parser.add_argument("--metrics-port", dest="metrics_port", type=int, help="its port (default 0: no endpoint)")
     parser.add_argument("--metrics-password-file", dest="metrics_password_file",
                         help="JSON {username, salt, sha512}: the scraper's basic auth")
+    for flag, dest, kind, text in mesh.ARGS:
+        parser.add_argument(flag, dest=dest, type=kind, help=text)
     parser.add_argument("--workers", dest="workers", type=int, help="password checks at once (default %d)" % DEFAULTS["workers"])
     parser.add_argument("--hash-password", action="store_true",
                         help="read a password on stdin (or the terminal), print its users-file hash and exit")
@@ -548,7 +558,7 @@ def main(argv=None):
                                                      "tls_cert", "tls_key", "tls_ca", "workers", "backend",
                                                      "keycloak_url", "keycloak_ca", "keycloak_client_id",
                                                      "keycloak_timeout", "cache_ttl", "metrics_host", "metrics_port",
-                                                     "metrics_password_file"))
+                                                     "metrics_password_file") + tuple(mesh.DEFAULTS))
     try:
         config = load_config(args.config, overrides)
     except (OSError, ValueError) as exc:

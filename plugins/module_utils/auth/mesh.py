@@ -1,0 +1,185 @@
+# -*- coding: utf-8 -*-
+# Copyright: enmasse.messaging contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The auth service's optional mesh probe (docs/monitoring.md "Router mesh").
+
+qdrouterd 1.19 exposes no metrics, so the auth service, which runs on every
+router host, asks the local router over AMQP management how many routers it
+reaches: a QUERY of ``router.node`` (one entity per router it knows, itself
+included, with the routers each has links to: count_routers). Every ``mesh_poll_interval`` seconds
+in a thread of its own (each request bounded by ``mesh_timeout``; logins run
+on the event loop and never wait for it). Exported on the metrics endpoint:
+
+* ``enmasse_router_mesh_routers``: routers reached, itself included (absent
+  while the last poll failed: unknown, not 0);
+* ``enmasse_router_mesh_expected_routers``: the configuration's count;
+* ``enmasse_router_management_up``: 1 when the last poll succeeded, else 0.
+
+Needs python-qpid-proton (the router role installs it), imported only when
+the probe runs; the rest of the service stays standard library only."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import logging
+import threading
+
+LOG = logging.getLogger("enmasse-auth-service")
+# proton logs every reactor event at DEBUG: not into the service's journal
+logging.getLogger("proton").setLevel(logging.WARNING)
+
+NODE_TYPE = "org.apache.qpid.dispatch.router.node"
+ATTRIBUTES = ("id", "linkState", "nextHop")
+DEFAULTS = {
+    # the local router's management listener (amqp://127.0.0.1:55670); empty = no probe
+    "mesh_management_url": "",
+    "mesh_expected_routers": 0,
+    "mesh_poll_interval": 15,
+    "mesh_timeout": 5,
+}
+ARGS = (("--mesh-management-url", "mesh_management_url", str,
+         "the local router's management listener (amqp://host:port): probe the mesh"),
+        ("--mesh-expected-routers", "mesh_expected_routers", int, "routers the mesh should have"),
+        ("--mesh-poll-interval", "mesh_poll_interval", float, "seconds between polls (default 15)"),
+        ("--mesh-timeout", "mesh_timeout", float, "seconds per poll (default 5)"))
+
+
+def check_config(config):
+    """ValueError naming the key when the probe's settings do not go together."""
+    url = config["mesh_management_url"]
+    if not isinstance(url, str) or (url and not url.startswith(("amqp://", "amqps://"))):
+        raise ValueError("mesh_management_url: %r must be empty or an amqp:// URL" % (url,))
+    expected = config["mesh_expected_routers"]
+    if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
+        raise ValueError("mesh_expected_routers: %r must be an integer >= 0" % (expected,))
+    if url and not expected:
+        raise ValueError("mesh_management_url needs mesh_expected_routers >= 1")
+    if url and not config["metrics_port"]:
+        raise ValueError("mesh_management_url needs metrics_port (the probe is exported there only)")
+    for key, low in (("mesh_poll_interval", 1), ("mesh_timeout", 0.1)):
+        value = config[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= 3600:
+            raise ValueError("%s: %r must be a number of seconds in %s..3600" % (key, value, low))
+
+
+def query_request():
+    """``(properties, body)`` of the management QUERY of every router.node's id, links and next hop."""
+    return ({"operation": "QUERY", "type": "org.amqp.management", "entityType": NODE_TYPE, "name": "self"},
+            {"attributeNames": list(ATTRIBUTES)})
+
+
+def count_routers(properties, body):
+    """The number of routers a QUERY reply's router reaches, itself included;
+    ValueError when it is no successful reply.
+
+    Reached = joined to it by links both ends list in their ``linkState``: a
+    router that went away stays a router.node, its last link state naming
+    its old neighbours, until that ages out (qdrouterd's remoteLsMaxAge,
+    60 s), while the routers it had links to drop it from theirs at once."""
+    status = (properties or {}).get("statusCode")
+    if status != 200:
+        raise ValueError("router.node QUERY answered %r %s" % (status, (properties or {}).get("statusDescription")))
+    if not isinstance(body, dict) or not isinstance(body.get("attributeNames"), list) \
+            or not isinstance(body.get("results"), list):
+        raise ValueError("router.node QUERY reply has no attributeNames and results")
+    names = body["attributeNames"]
+    if not all(a in names for a in ATTRIBUTES):
+        raise ValueError("router.node QUERY reply lacks one of %s: %s" % (", ".join(ATTRIBUTES), names))
+    links, me = {}, None
+    for row in body["results"]:
+        if not isinstance(row, list) or len(row) != len(names):
+            continue
+        node = dict(zip(names, row))
+        if node["id"]:
+            links[node["id"]] = set(node["linkState"] or ())
+            me = node["id"] if node["nextHop"] == "(self)" else me
+    if me is None:
+        raise ValueError("router.node QUERY reply has no (self) row")
+    reached, todo = {me}, [me]
+    while todo:
+        here = todo.pop()
+        for there in links[here]:
+            if there in links and there not in reached and here in links[there]:
+                reached.add(there)
+                todo.append(there)
+    return len(reached)
+
+
+def proton_query(url, timeout):
+    """One QUERY over a fresh connection: the reply's ``(properties, body)``."""
+    from proton import Message
+    from proton.utils import BlockingConnection, SyncRequestResponse
+    connection = BlockingConnection(url, timeout=timeout)
+    try:
+        properties, body = query_request()
+        reply = SyncRequestResponse(connection, "$management").call(
+            Message(address="$management", properties=properties, body=body))
+        return reply.properties, reply.body
+    finally:
+        connection.close()
+
+
+class MeshProbe(object):
+    """The probe's last result; ``poll`` once, or ``start`` the polling thread.
+    ``query(url, timeout)``: proton_query (tests give another)."""
+
+    def __init__(self, url, expected, interval=15, timeout=5, query=proton_query):
+        self.url, self.expected, self.interval, self.timeout = url, expected, interval, timeout
+        self.query = query
+        self.routers = None
+        self.up = 0
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.thread = None
+
+    def poll(self):
+        try:
+            routers = count_routers(*self.query(self.url, self.timeout))
+        except Exception as exc:  # any failure of the router or of proton: management down
+            with self.lock:
+                was_up, self.routers, self.up = self.up, None, 0
+            (LOG.warning if was_up else LOG.debug)("mesh probe: %s: %s", self.url, exc)
+            return
+        with self.lock:
+            changed = routers != self.routers
+            self.routers, self.up = routers, 1
+        if changed:
+            LOG.info("mesh probe: the router reaches %d of %d routers", routers, self.expected)
+
+    def run(self):
+        while not self.stopping.is_set():
+            self.poll()
+            self.stopping.wait(self.interval)
+
+    def start(self):
+        self.thread = threading.Thread(target=self.run, name="mesh-probe", daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.stopping.set()
+
+    def lines(self):
+        """Its series in the Prometheus text format."""
+        with self.lock:
+            routers, up = self.routers, self.up
+        out = []
+        for name, text, value in (
+                ("router_mesh_routers", "Routers the local router reaches in the mesh, itself included", routers),
+                ("router_mesh_expected_routers", "Routers the mesh should have", self.expected),
+                ("router_management_up", "1 when the last management poll of the local router succeeded", up)):
+            out += ["# HELP enmasse_%s %s" % (name, text), "# TYPE enmasse_%s gauge" % name]
+            if value is not None:
+                out.append("enmasse_%s %d" % (name, value))
+        return out
+
+
+def start_probe(config):
+    """The running MeshProbe of ``config``, None when it names no management URL."""
+    if not config["mesh_management_url"]:
+        return None
+    LOG.info("mesh probe: %s every %ss, %d routers expected", config["mesh_management_url"],
+             config["mesh_poll_interval"], config["mesh_expected_routers"])
+    return MeshProbe(config["mesh_management_url"], config["mesh_expected_routers"],
+                     config["mesh_poll_interval"], config["mesh_timeout"]).start()

@@ -1,0 +1,62 @@
+"""The auth_service unit's ExecStart (templates/enmasse-auth-service.service.j2)
+carries the mesh probe's flags only with metrics on and routers expected, and
+site.yml's auth_service play sets them from the group routers and the
+router's management port."""
+import os
+
+import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.auth import server
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROLE = os.path.join(REPO, "roles", "auth_service")
+
+
+def exec_start(**overrides):
+    with open(os.path.join(ROLE, "defaults", "main.yml")) as handle:
+        variables = dict((k, trust_as_template(v) if isinstance(v, str) else v)
+                         for k, v in yaml.safe_load(handle).items())
+    variables.update(ansible_managed="managed", __auth_service_cert="/c.pem", __auth_service_key="/k.pem",
+                     __auth_service_metrics_password_hash_file="/etc/enmasse-auth-service/metrics-password.json")
+    variables.update(overrides)
+    with open(os.path.join(ROLE, "templates", "enmasse-auth-service.service.j2")) as handle:
+        text = Templar(loader=DataLoader(), variables=variables).template(trust_as_template(handle.read()))
+    return [line for line in text.splitlines() if line.startswith("ExecStart=")][0]
+
+
+@pytest.mark.parametrize("metrics, expected, probe", [(True, 3, True), (True, 0, False), (False, 3, False)])
+def test_mesh_flags_only_with_metrics_and_routers_expected(metrics, expected, probe):
+    line = exec_start(auth_service_metrics_enabled=metrics, auth_service_mesh_expected_routers=expected,
+                      auth_service_mesh_management_port=55671)
+    flags = " --mesh-management-url amqp://127.0.0.1:55671 --mesh-expected-routers 3"
+    assert (flags in line) is probe, line
+    assert ("--metrics-port 9466" in line) is metrics
+
+
+def test_the_flags_are_ones_the_service_reads():
+    argv = exec_start(auth_service_metrics_enabled=True, auth_service_mesh_expected_routers=2).split()[3:]
+    seen = {}
+
+    def fake_load(path, overrides):
+        seen.update(overrides)
+        raise ValueError("stop")
+
+    original, server.load_config = server.load_config, fake_load
+    try:
+        with pytest.raises(SystemExit):
+            server.main(argv)
+    finally:
+        server.load_config = original
+    assert seen["mesh_management_url"] == "amqp://127.0.0.1:55670" and seen["mesh_expected_routers"] == 2
+
+
+def test_site_sets_the_probe_from_the_group_routers():
+    with open(os.path.join(REPO, "playbooks", "site.yml")) as handle:
+        plays = yaml.safe_load(handle)
+    play = [p for p in plays if any((r.get("role") if isinstance(r, dict) else r) == "enmasse.messaging.auth_service"
+                                    for r in p.get("roles", []))][0]
+    assert play["vars"]["auth_service_mesh_expected_routers"] == "{{ groups['routers'] | length }}"
+    assert "router_management_port" in play["vars"]["auth_service_mesh_management_port"]
