@@ -127,8 +127,7 @@ class MeshProbe(object):
     def __init__(self, url, expected, interval=15, timeout=5, query=proton_query):
         self.url, self.expected, self.interval, self.timeout = url, expected, interval, timeout
         self.query = query
-        self.routers = None
-        self.up = 0
+        self.routers = None  # None: the last poll failed (or none yet)
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.thread = None
@@ -138,14 +137,19 @@ class MeshProbe(object):
             routers = count_routers(*self.query(self.url, self.timeout))
         except Exception as exc:  # any failure of the router or of proton: management down
             with self.lock:
-                was_up, self.routers, self.up = self.up, None, 0
+                was_up, self.routers = self.routers is not None, None
             (LOG.warning if was_up else LOG.debug)("mesh probe: %s: %s", self.url, exc)
             return
         with self.lock:
             changed = routers != self.routers
-            self.routers, self.up = routers, 1
+            self.routers = routers
         if changed:
             LOG.info("mesh probe: the router reaches %d of %d routers", routers, self.expected)
+
+    @property
+    def up(self):
+        """1 when the last poll succeeded, else 0."""
+        return int(self.routers is not None)
 
     def run(self):
         while not self.stopping.is_set():
@@ -163,7 +167,8 @@ class MeshProbe(object):
     def lines(self):
         """Its series in the Prometheus text format."""
         with self.lock:
-            routers, up = self.routers, self.up
+            routers = self.routers
+        up = int(routers is not None)
         out = []
         for name, text, value in (
                 ("router_mesh_routers", "Routers the local router reaches in the mesh, itself included", routers),
