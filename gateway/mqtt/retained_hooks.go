@@ -37,12 +37,18 @@ func (b *Bridge) startSubscription(cl *mqtt.Client, l *link, f packets.Subscript
 	case <-time.After(b.Timeout): // no SUBACK written (the client went away)
 		b.forgetClient(cl)
 	}
-	rap := cl.Properties.ProtocolVersion == 5 && f.RetainAsPublished
 	if b.Store != nil && f.RetainHandling != 2 && !(f.RetainHandling == 1 && existed) {
 		b.sendRetained(cl, l, f.Filter, rs, granted)
 	} else {
 		b.forgetReads(cl, f.Filter)
 	}
+	b.deliverFrom(cl, l, f, rs, granted)
+}
+
+// deliverFrom starts delivering from the receivers of subscription f at QoS
+// granted (a granted SUBSCRIBE, or one restored from a session record).
+func (b *Bridge) deliverFrom(cl *mqtt.Client, l *link, f packets.Subscription, rs []*sub, granted byte) {
+	rap := cl.Properties.ProtocolVersion == 5 && f.RetainAsPublished
 	for _, r := range rs {
 		go b.receive(l, r.r, r.first, granted, rap)
 	}

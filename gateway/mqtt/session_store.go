@@ -267,10 +267,7 @@ func (b *Bridge) restore(cl *mqtt.Client, l *link, r *sessionRecord) {
 		l.mu.Unlock()
 		b.Server.Topics.Subscribe(cl.ID, s)
 		cl.State.Subscriptions.Add(s.Filter, s)
-		rap := cl.Properties.ProtocolVersion == 5 && s.RetainAsPublished
-		for _, x := range subs {
-			go b.receive(l, x.r, x.first, s.Qos, rap)
-		}
+		b.deliverFrom(cl, l, s, subs, s.Qos)
 		n++
 	}
 	b.Log.Info("session restored from the store", "client", cl.ID, "user", l.user, "subscriptions", n,
