@@ -109,6 +109,21 @@ def connection(cfg, user=None, password=None, anonymous=False):
 
 # ------------------------------------------------------------------ messages
 
+def send_accepted(sender, message, timeout=False):
+    """Send ``message`` and return only once the far end accepted it.
+
+    proton's BlockingSender.send raises for rejected and released only: a
+    delivery settled as modified (a router whose receiver went away with the
+    message in flight) returns as if it had arrived. A test that counts what
+    was accepted must count only this.
+    """
+    delivery = sender.send(message, timeout=timeout)
+    if delivery.remote_state != Delivery.ACCEPTED:
+        raise CheckFailed("not accepted: the delivery of %r settled as %s" % (message.id or message.body,
+                                                                             delivery.remote_state))
+    return delivery
+
+
 def send(conn, address, count=1, durable=False, ttl=None, properties=None, tag=None):
     """Send ``count`` messages (each acknowledged by the broker); returns their ids.
 
@@ -125,7 +140,7 @@ def send(conn, address, count=1, durable=False, ttl=None, properties=None, tag=N
             msg = Message(id=mid, body="enmasse check %s" % mid, durable=durable, properties=props)
             if ttl is not None:
                 msg.ttl = ttl
-            snd.send(msg)
+            send_accepted(snd, msg)
             ids.append(mid)
     finally:
         snd.close()

@@ -38,9 +38,9 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 from amqp_checks import (  # noqa: E402  (re-exported for tests)
-    CheckFailed, connect, connection, drain, send, receive_ids, run_checks)
+    CheckFailed, connect, connection, drain, send, send_accepted, receive_ids, run_checks)
 
-__all__ = ["CheckFailed", "connect", "connection", "drain", "send", "receive_ids", "run_checks"]
+__all__ = ["CheckFailed", "connect", "connection", "drain", "send", "send_accepted", "receive_ids", "run_checks"]
 
 
 def _collections_root():

@@ -29,6 +29,7 @@ import types
 import pytest
 
 import role_routers
+from helpers import send_accepted
 from standard_env import Router, build_router
 
 _RERUN = importlib.util.spec_from_file_location("molecule_router_rerun", os.path.join(
@@ -92,12 +93,16 @@ def connectors(router):
 
 class Traffic(object):
     """A receiver on ``to`` and senders on ``sources`` (each one message
-    every 20 ms, each send waits until the receiver accepted it); a sender
-    with ``failover`` reconnects to that router when its own goes away."""
+    every 20 ms, each send waits until the receiver accepted it: a message
+    counts as sent only when its outcome is accepted, modified or released
+    is an error the client saw); a sender with ``failover`` reconnects to
+    that router when its own goes away. ``finish`` stops the senders first,
+    then the receiver once nothing arrived for 2 s, so no message is left in
+    flight when the receiver closes."""
 
     def __init__(self, to):
         self.to, self.received, self.errors, self.sent = to, [], [], {}
-        self.stop = threading.Event()
+        self.stop, self.stop_sending = threading.Event(), threading.Event()
         self.threads = []
         self.ready = threading.Event()
         self.threads.append(threading.Thread(target=self._receive, daemon=True))
@@ -109,17 +114,17 @@ class Traffic(object):
             conn = BlockingConnection(self.to.management_url, timeout=10)
             rcv = conn.create_receiver(ADDRESS, credit=50)
             self.ready.set()
-            while not self.stop.is_set() or rcv.queued:
+            idle_since = time.time()
+            while not self.stop.is_set() or rcv.queued or time.time() - idle_since < 2:
                 try:
-                    msg = rcv.receive(timeout=1)
+                    msg = rcv.receive(timeout=0.5)
                 except Exception as e:  # pylint: disable=broad-except
                     if type(e).__name__ == "Timeout":
-                        if self.stop.is_set():
-                            break
                         continue
                     raise
                 self.received.append(msg.body)
                 rcv.accept()
+                idle_since = time.time()
             conn.close()
         except Exception as e:  # pylint: disable=broad-except
             self.errors.append("receiver on %s: %r" % (self.to.id, e))
@@ -133,13 +138,13 @@ class Traffic(object):
     def _send(self, name, router, failover):
         urls, i, reconnects = [router.management_url] + ([failover.management_url] if failover else []), 0, 0
         conn = snd = None
-        while not self.stop.is_set():
+        while not self.stop_sending.is_set():
             try:
                 if conn is None:
                     conn = BlockingConnection(urls[min(reconnects, len(urls) - 1)], timeout=10)
                     snd = conn.create_sender(ADDRESS)
                 body = "%s-%d" % (name, i)
-                snd.send(Message(body=body), timeout=10)
+                send_accepted(snd, Message(body=body), timeout=10)
                 self.sent[name].append(body)
                 i += 1
                 time.sleep(0.02)
@@ -154,9 +159,10 @@ class Traffic(object):
 
     def finish(self):
         time.sleep(1)
-        self.stop.set()
+        self.stop_sending.set()
         for t in self.threads[1:]:
             t.join(20)
+        self.stop.set()
         self.threads[0].join(20)
 
 

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard.entities import connector_name
-from helpers import run_module, run_playbook
+from helpers import run_module, run_playbook, send_accepted
 from standard_env import REPO, StandardEnv, build_router, drain
 from test_standard_spaces import attach, receive_raw, send_raw
 
@@ -100,7 +100,7 @@ class Clients(object):
                 while not self.stopping.is_set():
                     for a, snd in senders.items():
                         body = "%s-%d" % (a, n)
-                        snd.send(Message(id=body, body=body, durable=True), timeout=15)  # raises unless accepted
+                        send_accepted(snd, Message(id=body, body=body, durable=True), timeout=15)
                         self.accepted[a].append(body)
                     n += 1
                     time.sleep(0.02)
