@@ -116,7 +116,7 @@ func main() {
 	defer stop()
 	var mh *MetricsHandler
 	if c.MetricsListen != "" {
-		b.Metrics = NewMetrics(c.Space, b.Clients)
+		b.Metrics = NewMetrics(c.Space, b.Clients, b.pool.Connections)
 		mh = NewMetricsHandler(b.Metrics, c.metricsCredentials)
 		if _, err := ServeMetrics(ctx, c.MetricsListen, cert, mh, log); err != nil {
 			fail(err)

@@ -70,8 +70,9 @@ type Metrics struct {
 }
 
 // NewMetrics registers every series, at zero, with the label space;
-// clients() is read at each scrape (the connected clients gauge).
-func NewMetrics(space string, clients func() int) *Metrics {
+// clients() and routerConnections() are read at each scrape (the connected
+// clients gauge, the shared router connections gauge).
+func NewMetrics(space string, clients, routerConnections func() int) *Metrics {
 	reg := prometheus.NewRegistry()
 	r := prometheus.WrapRegistererWith(prometheus.Labels{"space": space}, reg)
 	m := &Metrics{Registry: reg,
@@ -104,8 +105,11 @@ func NewMetrics(space string, clients func() int) *Metrics {
 	}
 	r.MustRegister(m.connections, m.publishes, m.delivered, m.subscriptions, m.retained,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricsPrefix + "connected_clients",
-			Help: "MQTT clients connected now (each with its router connection)"},
+			Help: "MQTT clients connected now"},
 			func() float64 { return float64(clients()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricsPrefix + "router_connections",
+			Help: "AMQP connections to the router held now (each shared by up to clients_per_amqp_connection clients of one user; dialling ones included)"},
+			func() float64 { return float64(routerConnections()) }),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewGoCollector())
 	return m

@@ -52,7 +52,7 @@ func testHandler(t *testing.T) (*Metrics, *MetricsHandler, *int) {
 		t.Fatal(err)
 	}
 	clients := new(int)
-	m := NewMetrics("tenant-a", func() int { return *clients })
+	m := NewMetrics("tenant-a", func() int { return *clients }, func() int { return (*clients + 1) / 2 })
 	return m, NewMetricsHandler(m, cred), clients
 }
 
@@ -113,6 +113,7 @@ func TestMetricsCountsWithBoundedLabels(t *testing.T) {
 	body := w.Body.String()
 	for _, want := range []string{
 		`enmasse_mqtt_gateway_connected_clients{space="tenant-a"} 3`,
+		`enmasse_mqtt_gateway_router_connections{space="tenant-a"} 2`,
 		`enmasse_mqtt_gateway_publishes_received_total{outcome="accepted",qos="1",space="tenant-a"} 5`,
 		`enmasse_mqtt_gateway_publishes_received_total{outcome="accepted",qos="0",space="tenant-a"} 1`,
 		`enmasse_mqtt_gateway_publishes_received_total{outcome="refused",qos="2",space="tenant-a"} 2`,

@@ -135,6 +135,7 @@ def test_accepted_publishes_deliveries_and_clients_are_counted(env):
         assert wait_for(lambda: sub.messages), "the subscriber got nothing"
         during = values(env)
         assert during[P + "connected_clients"] == 2
+        assert during[P + "router_connections"] == 1  # alice's two clients share one connection to the router
         got = delta(before, during)
         assert got.get(pub(1, "accepted")) == 6  # 5 to q1, 1 to t/a: each counted before its PUBACK
         assert got.get(pub(0, "accepted")) == 1
@@ -147,6 +148,7 @@ def test_accepted_publishes_deliveries_and_clients_are_counted(env):
     c.close()
     sub.close()
     assert wait_for(lambda: values(env)[P + "connected_clients"] == 0), "connected_clients stayed up"
+    assert wait_for(lambda: values(env)[P + "router_connections"] == 0), "the last client left, its connection stayed"
 
 
 def test_refusals_are_counted_by_outcome_without_names(env):

@@ -189,7 +189,7 @@ def test_the_mqtt_gateway_and_auth_service_are_read_by_rules_and_a_dashboard():
                  "enmasse_loop_refusals_total"):
         assert any(w.startswith("enmasse-alerts.yml") for w in refs[name])
     gw_dash = {n for n, w in refs.items() if any(x.startswith("enmasse-mqtt-gateway-auth.json") for x in w)}
-    assert {"enmasse_mqtt_gateway_connected_clients", "enmasse_mqtt_gateway_connections_total",
-            "enmasse_mqtt_gateway_publishes_received_total", "enmasse_mqtt_gateway_messages_delivered_total",
+    assert {"enmasse_mqtt_gateway_connected_clients", "enmasse_mqtt_gateway_router_connections",
+            "enmasse_mqtt_gateway_connections_total", "enmasse_mqtt_gateway_publishes_received_total", "enmasse_mqtt_gateway_messages_delivered_total",
             "enmasse_mqtt_gateway_retained_stored_total", "enmasse_mqtt_gateway_subscriptions_total",
             "enmasse_auth_service_authentications_total", "enmasse_auth_service_connections"} <= gw_dash
