@@ -8,9 +8,11 @@ a standard address space converged.
 * Every TCP port the qdrouterd processes listen on (read from /proc, not a
   list) refuses a client without credentials and with wrong ones - SASL
   ANONYMOUS, PLAIN with a wrong password, TLS without a certificate or with a
-  certificate of another CA - except the management listener, which listens on
-  loopback only, and the listener of a space whose authentication service is
-  of type ``none`` (EnMasse's: no authentication by design).
+  certificate of another CA - except the listener of a space whose
+  authentication service is of type ``none`` (EnMasse's: no authentication by
+  design). The management listener listens on loopback only and admits a
+  local client only with a certificate of the mesh CA (SASL EXTERNAL): a
+  local user without one can neither manage nor send.
 * No attribute of any connector, sslProfile, authServicePlugin or listener a
   management QUERY returns holds a known secret; the connectors name the
   password file; the routers' broker user is not the admin, cannot manage the
@@ -177,6 +179,16 @@ def test_every_port_of_every_router_refuses_clients_without_or_with_wrong_creden
             if port == r.management_port:
                 assert addr == "127.0.0.1", "%s: management must listen on loopback only" % where
                 seen.add("management")
+                errors = [refused(url, allowed_mechs="ANONYMOUS"),
+                          refused(url, allowed_mechs="ANONYMOUS EXTERNAL PLAIN"),
+                          refused("amqps://" + url, ssl_domain=tls_domain(mesh_ca), allowed_mechs="ANONYMOUS"),
+                          refused("amqps://" + url, ssl_domain=tls_domain(mesh_ca), allowed_mechs="EXTERNAL"),
+                          refused("amqps://" + url, ssl_domain=tls_domain(mesh_ca, rogue["cert"], rogue["key"]),
+                                  allowed_mechs="EXTERNAL")]
+                assert all(errors), (where, errors)
+                # the positive control: the router's own certificate (root's, the modules') gets in
+                with r.session(timeout=10) as s:
+                    assert s.router_id() == r.id
                 continue
             if port == ports["open"][r.id]:
                 # authentication service type none: anyone who reaches the port is a client of "open"

@@ -19,7 +19,8 @@ from ansible_collections.enmasse.messaging.plugins.module_utils.router import re
 def open_session(infra, timeout=None):
     """One management session to the mesh; ``timeout``: seconds a request
     may wait for its reply (default: the infrastructure's ``timeout``)."""
-    return _client.ManagementSession(infra["management_url"], timeout=timeout or infra.get("timeout") or 60)
+    return _client.ManagementSession(infra["management_url"], timeout=timeout or infra.get("timeout") or 60,
+                                     tls=infra.get("management_tls") or None)
 
 
 def read(session, router_ids, prefixes, kinds=None):
