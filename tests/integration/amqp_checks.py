@@ -119,8 +119,8 @@ def send_accepted(sender, message, timeout=False):
     """
     delivery = sender.send(message, timeout=timeout)
     if delivery.remote_state != Delivery.ACCEPTED:
-        raise CheckFailed("not accepted: the delivery of %r settled as %s" % (message.id or message.body,
-                                                                             delivery.remote_state))
+        raise CheckFailed("not accepted: the delivery of %r settled as %s" % (
+            message.id or message.body, delivery.remote_state))
     return delivery
 
 
