@@ -213,3 +213,30 @@ def test_command_line_flags(monkeypatch):
     with pytest.raises(SystemExit):
         server.main(["--mesh-management-url", "amqp://127.0.0.1:55670", "--mesh-expected-routers", "3"])
     assert seen["mesh_management_url"] == "amqp://127.0.0.1:55670" and seen["mesh_expected_routers"] == 3
+
+
+def test_the_probe_and_address_info_agree_on_one_router():
+    """The same router state read by the probe and by address_info's status
+    (standard/service.py address_statuses): the same addresses ready."""
+    from types import SimpleNamespace
+
+    from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as ent
+    from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as svc
+
+    addresses = [{"address": "q1", "type": "queue"}, {"address": "q2", "type": "queue"},
+                 {"address": "a", "type": "anycast"}, {"address": "t", "type": "topic"},
+                 {"address": "n", "type": "subscription", "topic": "t"}]
+    homes = {"q1": ["b1"], "q2": ["b2"], "a": [], "t": ["b2"], "n": ["b2"]}
+    desired = {}
+    for a in addresses:
+        desired.update(ent.address_entities("s", a, homes[a["address"]], topic_homes=homes.get(a.get("topic"), ())))
+    down = {"enmasse/s/autolink/b1/out/q1", "enmasse/s/linkroute/out/t::n"}
+    status = dict((n, {"operStatus": "inactive" if n in down else "active"}) for n, e in desired.items()
+                  if e["type"] in ent.LINK_KINDS)
+    brokers = {"b1": {"s/q1": {}}, "b2": {"s/q2": {}, "s/t": {}}}
+    statuses = svc.address_statuses(SimpleNamespace(router_ids=["r0"]), "s", addresses, homes, {}, {}, desired,
+                                     {"r0": desired}, {"r0": status}, brokers)
+    not_ready = sorted(n for n, st in statuses.items() if not st["ready"])
+    assert not_ready == ["n", "q1"]
+    rows = [(e["type"], n, status.get(n, {}).get("operStatus")) for n, e in desired.items()]
+    assert mesh.count_addresses(rows) == {"s": {"Active": 3, "Pending": len(not_ready)}}
