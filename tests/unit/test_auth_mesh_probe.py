@@ -235,7 +235,7 @@ def test_the_probe_and_address_info_agree_on_one_router():
                   if e["type"] in ent.LINK_KINDS)
     brokers = {"b1": {"s/q1": {}}, "b2": {"s/q2": {}, "s/t": {}}}
     statuses = svc.address_statuses(SimpleNamespace(router_ids=["r0"]), "s", addresses, homes, {}, {}, desired,
-                                     {"r0": desired}, {"r0": status}, brokers)
+                                    {"r0": desired}, {"r0": status}, brokers)
     not_ready = sorted(n for n, st in statuses.items() if not st["ready"])
     assert not_ready == ["n", "q1"]
     rows = [(e["type"], n, status.get(n, {}).get("operStatus")) for n, e in desired.items()]
