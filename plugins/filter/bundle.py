@@ -29,7 +29,9 @@ def bundle_changes(bundle, found, directory, flat=False, mode="0644", uid=0, gid
     """The entries of ``bundle`` ([{path, content}]) whose file
     ``<directory>/<path>`` (``flat``: ``<directory>/<basename of path>``) is
     not among ``found`` (ansible.builtin.find's ``files`` with
-    ``get_checksum``) with the content's sha1, ``mode``, ``uid`` and ``gid``."""
+    ``get_checksum``) with the content's sha1, ``mode``, ``uid`` and ``gid``.
+    ``flat``: entries of one basename (the empty ``__init__.py`` of two
+    packages) are one file, refused when their contents differ."""
     if not isinstance(bundle, (list, tuple)) or not all(isinstance(b, dict) and "path" in b and "content" in b
                                                         for b in bundle):
         raise AnsibleFilterError("bundle_changes: the bundle: %s must be a list of {path, content}" % fmt(bundle))
@@ -38,9 +40,15 @@ def bundle_changes(bundle, found, directory, flat=False, mode="0644", uid=0, gid
     if not isinstance(directory, str) or not directory.startswith("/"):
         raise AnsibleFilterError("bundle_changes: directory: %s must be an absolute path" % fmt(directory))
     have = dict((f["path"], f) for f in found)
-    out = []
+    out, seen = [], {}
     for entry in bundle:
         rel = posixpath.basename(entry["path"]) if flat else entry["path"]
+        if rel in seen:
+            if seen[rel]["content"] != entry["content"]:
+                raise AnsibleFilterError("bundle_changes: %s and %s are both %s with flat, with other contents"
+                                         % (seen[rel]["path"], entry["path"], posixpath.join(directory, rel)))
+            continue
+        seen[rel] = entry
         f = have.get(posixpath.join(directory, rel))
         if (f is None or f.get("checksum") != hashlib.sha1(to_bytes(entry["content"])).hexdigest()
                 or str(f.get("mode")) != mode or f.get("uid") != uid or f.get("gid") != gid):

@@ -5,7 +5,12 @@ management listener, expecting 2 routers, scraped over HTTPS with basic auth
 as Prometheus does. A 2-router mesh reads 2 of 2 and management up; router-1
 stopped, it reads 1 of 2; router-0 (the local router) stopped, management
 reads 0 and the router count is gone. Logins are not held up meanwhile: the
-SASL port answers while the probe waits on a router that is down."""
+SASL port answers while the probe waits on a router that is down.
+
+Its address counts (alert EnmasseAddressesPending): the collection's own
+entities made on router-0 (standard/entities.py), a queue whose broker does
+not run (nothing listens on the connector's port: its autoLinks stay
+inactive) reads Pending, router-only addresses read Active, per space."""
 import json
 import os
 import socket
@@ -19,6 +24,8 @@ from metrics_http import metrics_scrape
 from test_auth_service_router import AuthService, build_router, make_tls, service_tls, wait_listening
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import metrics
+from ansible_collections.enmasse.messaging.plugins.module_utils.router import reader
+from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as ent
 
 pytestmark = [pytest.mark.integration, pytest.mark.router]
 
@@ -66,6 +73,33 @@ def wait_for(env, want, timeout=60):
             return seen
         time.sleep(0.5)
     raise AssertionError("the probe reads %s, not %s, after %ss:\n%s" % (seen, want, timeout, env["service"].text()[-3000:]))
+
+
+def address_values(env):
+    status, text = metrics_scrape(env["port"], env["ca"], USER, PASSWORD)
+    assert status == 200, text
+    return dict((name, float(value)) for name, value in (
+        line.rsplit(" ", 1) for line in text.splitlines() if line.startswith("enmasse_addresses{")))
+
+
+def test_probe_counts_each_spaces_addresses_by_phase(env):
+    # runs first: router-0 is up (the next test stops it)
+    made = ent.connector_entities([{"name": "b1", "host": "127.0.0.1", "amqp_port": free_port()}])
+    made.update(ent.address_entities("shop", {"address": "orders", "type": "queue"}, homes=["b1"]))
+    made.update(ent.address_entities("shop", {"address": "events", "type": "anycast"}))
+    made.update(ent.address_entities("iot", {"address": "telemetry", "type": "multicast"}))
+    with env["mesh"].session(0, timeout=5) as session:
+        for name, entity in sorted(made.items()):
+            attributes = dict(entity)
+            session.create(reader.entity_type(attributes.pop("type")), name, attributes)
+    want = {'enmasse_addresses{space="shop",phase="Active"}': 1, 'enmasse_addresses{space="shop",phase="Pending"}': 1,
+            'enmasse_addresses{space="iot",phase="Active"}': 1, 'enmasse_addresses{space="iot",phase="Pending"}': 0}
+    deadline, seen = time.time() + 30, None
+    while time.time() < deadline and seen != want:
+        time.sleep(0.5)
+        seen = address_values(env)
+    assert seen == want, "%s\n%s" % (seen, env["service"].text()[-3000:])
+    assert "mesh probe: addresses not ready: shop 1" in env["service"].text()
 
 
 def test_probe_follows_the_mesh(env):

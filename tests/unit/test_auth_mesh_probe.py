@@ -1,5 +1,7 @@
 """The auth service's mesh probe (plugins/module_utils/auth/mesh.py): the
-router.node QUERY reply counted, the series rendered on the metrics endpoint,
+router.node QUERY reply counted, the addresses of each space counted by
+phase from the address/autoLink/linkRoute QUERYs (the modules' readiness
+rule, standard/entities.py), the series rendered on the metrics endpoint,
 a failed poll reported as management down (no stale router count), and the
 configuration checks. The real routers: tests/integration/test_auth_service_mesh_probe.py."""
 import pytest
@@ -57,19 +59,87 @@ def test_count_routers_refuses_what_is_no_answer():
             mesh.count_routers(OK, body)
 
 
+TYPES = dict((t, k) for k, t, unused in mesh.ADDRESS_KINDS)
+
+
+def router(node_reply, entities, fail=()):
+    """A fake management ``call``: the router.node QUERY answered with
+    ``node_reply``, the others from ``entities`` ({kind: [(name, operStatus)]}),
+    paged as qdrouterd pages; a kind in ``fail`` answered 403."""
+    asked = []
+
+    def call(properties, body):
+        asked.append(properties["entityType"])
+        if properties["entityType"] == mesh.NODE_TYPE:
+            return node_reply
+        kind = TYPES[properties["entityType"]]
+        if kind in fail:
+            return {"statusCode": 403, "statusDescription": "Forbidden"}, None
+        assert properties["operation"] == "QUERY" and properties["count"] == mesh.PAGE
+        rows = [[n, st][:len(body["attributeNames"])] for n, st in entities.get(kind, ())]
+        return OK, {"attributeNames": body["attributeNames"],
+                    "results": rows[properties["offset"]:properties["offset"] + properties["count"]]}
+    call.asked = asked
+    return call
+
+
+SPACE = {  # space s: queue q1 on broker b1 (down), queue q2 on b2, anycast a, topic t, subscription t::n
+    "address": [("enmasse/s/address/q1", None), ("enmasse/s/address/q2", None), ("enmasse/s/address/a", None),
+                ("enmasse/s/vhost", None)],
+    "autoLink": [("enmasse/s/autolink/b1/in/q1", "inactive"), ("enmasse/s/autolink/b1/out/q1", "inactive"),
+                 ("enmasse/s/autolink/b2/in/q2", "active"), ("enmasse/s/autolink/b2/out/q2", "active")],
+    "linkRoute": [("enmasse/s/linkroute/in/t", "active"), ("enmasse/s/linkroute/out/t", "active"),
+                  ("enmasse/s/linkroute/out/t::n", "inactive"), ("enmasse/s/mqtt-linkroute/in", "inactive"),
+                  ("enmasse/u/linkroute/in/x", "active"), ("enmasse/u/linkroute/out/x", "active"),
+                  ("other/v/linkroute/in/y", "inactive")],
+}
+
+
+def test_count_addresses_by_the_modules_rule():
+    counts = mesh.count_addresses(mesh.address_entities(router(full("r0"), SPACE)))
+    # q1 (its broker's autoLinks inactive) and the subscription n pending; q2, a, t active; the
+    # MQTT service's linkRoute and entities not under enmasse/ are no address
+    assert counts == {"s": {"Active": 3, "Pending": 2}, "u": {"Active": 1, "Pending": 0}}
+    # one link of an address down is enough; a link with no status (not reported) is not ready
+    assert mesh.count_addresses([("autoLink", "enmasse/s/autolink/b1/in/q", "active"),
+                                 ("autoLink", "enmasse/s/autolink/b1/out/q", None),
+                                 ("address", "enmasse/s/address/q", None)]) == {"s": {"Active": 0, "Pending": 1}}
+    assert mesh.count_addresses([("address", None, None), ("address", "enmasse//address/x", None),
+                                 ("address", "enmasse/broker", None)]) == {}
+
+
+def test_address_queries_are_paged(monkeypatch):
+    monkeypatch.setattr(mesh, "PAGE", 2)
+    call = router(full("r0"), SPACE)
+    rows = mesh.address_entities(call)
+    assert len(rows) == 4 + 4 + 7
+    # address 4 rows: pages of 2, 2, 0; autoLink the same; linkRoute 2, 2, 2, 1
+    assert [call.asked.count(t) for unused, t, unused in mesh.ADDRESS_KINDS] == [3, 3, 4]
+
+
+def test_read_router_keeps_the_router_count_when_the_addresses_fail():
+    routers, addresses, why = mesh.read_router(router(full("r0", "r1"), SPACE))
+    assert (routers, addresses["s"]["Pending"], why) == (2, 2, None)
+    routers, addresses, why = mesh.read_router(router(full("r0", "r1"), SPACE, fail=("linkRoute",)))
+    assert (routers, addresses) == (2, None) and "linkRoute QUERY answered 403" in str(why)
+    with pytest.raises(ValueError, match="router.node"):
+        mesh.read_router(router(({"statusCode": 500}, None), SPACE))
+
+
 def samples(text):
     return dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
 
 
 def test_probe_series_on_the_metrics_endpoint():
-    answers = [full("r1", "r2"), full("r1"), OSError("connection refused")]
+    answers = [router(full("r1", "r2"), SPACE), router(full("r1"), {}),
+               router(full("r1"), SPACE, fail=("address",)), OSError("connection refused")]
 
     def query(url, timeout):
         assert (url, timeout) == ("amqp://127.0.0.1:55670", 5)
         answer = answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
-        return answer
+        return mesh.read_router(answer)
 
     probe = mesh.MeshProbe("amqp://127.0.0.1:55670", 2, query=query)
     m = metrics.Metrics()
@@ -82,12 +152,19 @@ def test_probe_series_on_the_metrics_endpoint():
     assert (values["enmasse_router_mesh_routers"], values["enmasse_router_mesh_expected_routers"],
             values["enmasse_router_management_up"]) == ("2", "2", "1")
     assert "enmasse_auth_service_connections" in values
-    probe.poll()
-    assert samples(m.render())["enmasse_router_mesh_routers"] == "1"
+    assert (values['enmasse_addresses{space="s",phase="Active"}'], values['enmasse_addresses{space="s",phase="Pending"}'],
+            values['enmasse_addresses{space="u",phase="Pending"}']) == ("3", "2", "0")
+    assert "# TYPE enmasse_addresses gauge" in m.render()
+    probe.poll()  # no address entities: no space
+    values = samples(m.render())
+    assert values["enmasse_router_mesh_routers"] == "1" and not [k for k in values if "addresses" in k]
+    probe.poll()  # the address QUERY refused: the router count stays, the address counts go
+    values = samples(m.render())
+    assert values["enmasse_router_management_up"] == "1" and not [k for k in values if "addresses" in k]
     probe.poll()
     values = samples(m.render())
     assert values["enmasse_router_management_up"] == "0" and "enmasse_router_mesh_routers" not in values
-    assert values["enmasse_router_mesh_expected_routers"] == "2"
+    assert values["enmasse_router_mesh_expected_routers"] == "2" and not [k for k in values if "addresses" in k]
 
 
 def test_without_a_probe_no_mesh_series():
@@ -99,7 +176,7 @@ def test_probe_thread_polls_and_stops():
 
     def query(url, timeout):
         calls.append(url)
-        return full("r1")
+        return mesh.read_router(router(full("r1"), {}))
 
     probe = mesh.MeshProbe("amqp://x:1", 1, interval=1, query=query).start()
     probe.thread.join(0.2)
@@ -136,3 +213,30 @@ def test_command_line_flags(monkeypatch):
     with pytest.raises(SystemExit):
         server.main(["--mesh-management-url", "amqp://127.0.0.1:55670", "--mesh-expected-routers", "3"])
     assert seen["mesh_management_url"] == "amqp://127.0.0.1:55670" and seen["mesh_expected_routers"] == 3
+
+
+def test_the_probe_and_address_info_agree_on_one_router():
+    """The same router state read by the probe and by address_info's status
+    (standard/service.py address_statuses): the same addresses ready."""
+    from types import SimpleNamespace
+
+    from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as ent
+    from ansible_collections.enmasse.messaging.plugins.module_utils.standard import service as svc
+
+    addresses = [{"address": "q1", "type": "queue"}, {"address": "q2", "type": "queue"},
+                 {"address": "a", "type": "anycast"}, {"address": "t", "type": "topic"},
+                 {"address": "n", "type": "subscription", "topic": "t"}]
+    homes = {"q1": ["b1"], "q2": ["b2"], "a": [], "t": ["b2"], "n": ["b2"]}
+    desired = {}
+    for a in addresses:
+        desired.update(ent.address_entities("s", a, homes[a["address"]], topic_homes=homes.get(a.get("topic"), ())))
+    down = {"enmasse/s/autolink/b1/out/q1", "enmasse/s/linkroute/out/t::n"}
+    status = dict((n, {"operStatus": "inactive" if n in down else "active"}) for n, e in desired.items()
+                  if e["type"] in ent.LINK_KINDS)
+    brokers = {"b1": {"s/q1": {}}, "b2": {"s/q2": {}, "s/t": {}}}
+    statuses = svc.address_statuses(SimpleNamespace(router_ids=["r0"]), "s", addresses, homes, {}, {}, desired,
+                                    {"r0": desired}, {"r0": status}, brokers)
+    not_ready = sorted(n for n, st in statuses.items() if not st["ready"])
+    assert not_ready == ["n", "q1"]
+    rows = [(e["type"], n, status.get(n, {}).get("operStatus")) for n, e in desired.items()]
+    assert mesh.count_addresses(rows) == {"s": {"Active": 3, "Pending": len(not_ready)}}

@@ -41,6 +41,15 @@ def test_flat_installs_each_file_by_its_basename():
     assert bundle_changes(BUNDLE, files, "/opt/auth") == BUNDLE
 
 
+def test_flat_files_of_one_basename_are_one_file_or_refused():
+    inits = [{"path": "auth/__init__.py", "content": ""}, {"path": "standard/__init__.py", "content": ""}]
+    assert bundle_changes(inits + BUNDLE, [], "/opt/auth", flat=True) == inits[:1] + BUNDLE
+    assert bundle_changes(inits, [found("/opt/auth/__init__.py", "")], "/opt/auth", flat=True) == []
+    assert bundle_changes(inits, [], "/opt/lib") == inits
+    with pytest.raises(AnsibleFilterError, match="auth/__init__.py and standard/__init__.py are both"):
+        bundle_changes([inits[0], dict(inits[1], content="X = 1\n")], [], "/opt/auth", flat=True)
+
+
 @pytest.mark.parametrize("args, words", [
     (("nope", [], "/opt"), "the bundle: 'nope' must be a list of {path, content}"),
     (([{"path": "a"}], [], "/opt"), "the bundle: .* must be a list of {path, content}"),

@@ -159,7 +159,7 @@ def test_the_lists_are_read_from_the_exporters():
             "enmasse_mqtt_gateway_retained_stored_total"} <= gateway_names()
     assert {"enmasse_auth_service_authentications_total", "enmasse_auth_service_connections",
             "enmasse_router_mesh_routers", "enmasse_router_mesh_expected_routers",
-            "enmasse_router_management_up"} <= auth_service_names()
+            "enmasse_router_management_up", "enmasse_addresses"} <= auth_service_names()
     assert {"artemis_message_count", "artemis_disk_store_usage_ratio"} <= broker_names()
     assert loop_names() == {"enmasse_loop_last_run_timestamp_seconds", "enmasse_loop_last_run_outcome",
                             "enmasse_loop_refusals_total", "enmasse_loop_steps_applied_total",

@@ -109,7 +109,7 @@ def test_entity_names_lead_back_to_their_address():
     for name, addr in (("enmasse/s/address/a/b", "a/b"), ("enmasse/s/autolink/b1/in/x/y", "x/y"),
                        ("enmasse/s/linkroute/out/news", "news"), ("enmasse/s/linkroute/out/news::audit", "audit"),
                        ("enmasse/s/amqp", None), ("enmasse/t/address/a", None)):
-        assert svc._address_of_entity("s", name) == addr, name
+        assert ent.address_of_entity("s", name) == addr, name
 
 
 def test_infra_file_errors_name_the_key(tmp_path):

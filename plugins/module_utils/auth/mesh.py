@@ -13,7 +13,17 @@ on the event loop and never wait for it). Exported on the metrics endpoint:
 * ``enmasse_router_mesh_routers``: routers reached, itself included (absent
   while the last poll failed: unknown, not 0);
 * ``enmasse_router_mesh_expected_routers``: the configuration's count;
-* ``enmasse_router_management_up``: 1 when the last poll succeeded, else 0.
+* ``enmasse_router_management_up``: 1 when the last poll succeeded, else 0;
+* ``enmasse_addresses{space, phase}``: per address space, the addresses the
+  local router holds (the collection's ``address``, ``autoLink`` and
+  ``linkRoute`` entities, named by ``standard/entities.py``) that are ready
+  (phase ``Active``) and not (``Pending``: an autoLink or linkRoute of it
+  is not ``active``, e.g. its broker is down), by the modules' own rule
+  (``entities.entity_ready``). Three more QUERYs on the same connection,
+  paged. Spaces are those the router has entities of (the configured ones:
+  the collection names every entity, no client does). Absent while their
+  last read failed. Addresses not placed on a broker yet (``address_info``'s
+  Pending) have no router entity: not counted.
 
 Needs python-qpid-proton (the router role installs it), imported only when
 the probe runs; the rest of the service stays standard library only."""
@@ -28,12 +38,25 @@ import threading
 
 from . import mgmt_tls
 
+try:  # in the collection
+    from ..standard import entities
+except ImportError:  # the service's package (roles/auth_service): a copy beside this file
+    from . import entities
+
 LOG = logging.getLogger("enmasse-auth-service")
 # proton logs every reactor event at DEBUG: not into the service's journal
 logging.getLogger("proton").setLevel(logging.WARNING)
 
-NODE_TYPE = "org.apache.qpid.dispatch.router.node"
+QDR = "org.apache.qpid.dispatch"
+NODE_TYPE = QDR + ".router.node"
 ATTRIBUTES = ("id", "linkState", "nextHop")
+# the entities of a standard space's addresses: kind -> (entity type, attributes read)
+ADDRESS_KINDS = ((entities.ADDRESS, QDR + ".router.config.address", ("name",)),
+                 (entities.AUTOLINK, QDR + ".router.config.autoLink", ("name", "operStatus")),
+                 (entities.LINKROUTE, QDR + ".router.config.linkRoute", ("name", "operStatus")))
+PAGE = 1000
+# address phases (model/status.py's names): ready, not ready
+ACTIVE, PENDING = "Active", "Pending"
 DEFAULTS = {
     # the local router's management listener (amqps://127.0.0.1:55670); empty = no probe
     "mesh_management_url": "",
@@ -85,6 +108,22 @@ def query_request():
             {"attributeNames": list(ATTRIBUTES)})
 
 
+def reply_rows(properties, body, what, needed=()):
+    """The rows (dicts) of a QUERY reply; ValueError when it is no
+    successful reply or lacks one of the ``needed`` attributes. A row of the
+    wrong length is left out."""
+    status = (properties or {}).get("statusCode")
+    if status != 200:
+        raise ValueError("%s QUERY answered %r %s" % (what, status, (properties or {}).get("statusDescription")))
+    if not isinstance(body, dict) or not isinstance(body.get("attributeNames"), list) \
+            or not isinstance(body.get("results"), list):
+        raise ValueError("%s QUERY reply has no attributeNames and results" % what)
+    names = body["attributeNames"]
+    if not all(a in names for a in needed):
+        raise ValueError("%s QUERY reply lacks one of %s: %s" % (what, ", ".join(needed), names))
+    return [dict(zip(names, row)) for row in body["results"] if isinstance(row, list) and len(row) == len(names)]
+
+
 def count_routers(properties, body):
     """The number of routers a QUERY reply's router reaches, itself included;
     ValueError when it is no successful reply.
@@ -93,20 +132,8 @@ def count_routers(properties, body):
     router that went away stays a router.node, its last link state naming
     its old neighbours, until that ages out (qdrouterd's remoteLsMaxAge,
     60 s), while the routers it had links to drop it from theirs at once."""
-    status = (properties or {}).get("statusCode")
-    if status != 200:
-        raise ValueError("router.node QUERY answered %r %s" % (status, (properties or {}).get("statusDescription")))
-    if not isinstance(body, dict) or not isinstance(body.get("attributeNames"), list) \
-            or not isinstance(body.get("results"), list):
-        raise ValueError("router.node QUERY reply has no attributeNames and results")
-    names = body["attributeNames"]
-    if not all(a in names for a in ATTRIBUTES):
-        raise ValueError("router.node QUERY reply lacks one of %s: %s" % (", ".join(ATTRIBUTES), names))
     links, me = {}, None
-    for row in body["results"]:
-        if not isinstance(row, list) or len(row) != len(names):
-            continue
-        node = dict(zip(names, row))
+    for node in reply_rows(properties, body, "router.node", ATTRIBUTES):
         if node["id"]:
             links[node["id"]] = set(node["linkState"] or ())
             me = node["id"] if node["nextHop"] == "(self)" else me
@@ -122,14 +149,75 @@ def count_routers(properties, body):
     return len(reached)
 
 
+def address_query_request(entity_type, attributes, offset=0):
+    """``(properties, body)`` of one page of the QUERY of every entity of ``entity_type``."""
+    return ({"operation": "QUERY", "type": "org.amqp.management", "entityType": entity_type, "name": "self",
+             "offset": offset, "count": PAGE}, {"attributeNames": list(attributes)})
+
+
+def address_entities(call):
+    """``(kind, name, operStatus)`` of every address, autoLink and linkRoute
+    of the router ``call(properties, body) -> (properties, body)`` asks,
+    ``PAGE`` a request."""
+    out = []
+    for kind, entity_type, attributes in ADDRESS_KINDS:
+        offset = 0
+        while True:
+            rows = reply_rows(*call(*address_query_request(entity_type, attributes, offset)),
+                              what=kind, needed=attributes)
+            out += [(kind, row["name"], row.get("operStatus")) for row in rows]
+            if len(rows) < PAGE:
+                break
+            offset += len(rows)
+    return out
+
+
+def space_of(name):
+    """S of an entity name ``enmasse/S/...``, else None."""
+    parts = name.split("/", 2) if isinstance(name, str) else ()
+    return parts[1] if len(parts) == 3 and parts[0] + "/" == entities.PREFIX and parts[1] else None
+
+
+def count_addresses(rows):
+    """``{space: {"Active": n, "Pending": m}}`` of ``(kind, name, operStatus)``
+    rows: each address of a space (``entities.address_of_entity``) is Active
+    when every entity of it is ready (``entities.entity_ready``), else
+    Pending. Entities that belong to no address (the space's listener, the
+    broker connectors, the MQTT service's) are left out."""
+    ready = {}
+    for kind, name, oper_status in rows:
+        space = space_of(name)
+        address = entities.address_of_entity(space, name) if space else None
+        if address:
+            key = (space, address)
+            ready[key] = ready.get(key, True) and entities.entity_ready(kind, oper_status)
+    out = {}
+    for (space, unused), ok in ready.items():
+        counts = out.setdefault(space, {ACTIVE: 0, PENDING: 0})
+        counts[ACTIVE if ok else PENDING] += 1
+    return out
+
+
+def read_router(call):
+    """``(routers, addresses, why)`` of one poll: ``count_routers`` (raises
+    when router.node cannot be read: management down), ``count_addresses``
+    (None, and ``why``, when the address entities could not be read)."""
+    routers = count_routers(*call(*query_request()))
+    try:
+        return routers, count_addresses(address_entities(call)), None
+    except Exception as exc:  # the router's or proton's failure: no address counts
+        return routers, None, exc
+
+
 def management_tls(config):
     """The probe's client certificate as mgmt_tls takes it; {} = none."""
     files = (config.get("mesh_management_cert"), config.get("mesh_management_key"), config.get("mesh_management_ca"))
     return dict(zip(mgmt_tls.KEYS, files)) if any(files) else {}
 
 
-def proton_query(url, timeout, tls=None):
-    """One QUERY over a fresh connection: the reply's ``(properties, body)``;
+def proton_query(url, timeout, read=read_router, tls=None):
+    """``read(call)`` over a fresh connection: ``call(properties, body)``
+    sends one management request and returns the reply's ``(properties, body)``;
     ``tls``: the client certificate (mgmt_tls) the listener requires."""
     import proton
     from proton import Message
@@ -140,39 +228,55 @@ def proton_query(url, timeout, tls=None):
     else:
         connection = BlockingConnection(url, timeout=timeout)
     try:
-        properties, body = query_request()
-        reply = SyncRequestResponse(connection, "$management").call(
-            Message(address="$management", properties=properties, body=body))
-        return reply.properties, reply.body
+        client = SyncRequestResponse(connection, "$management")
+
+        def call(properties, body):
+            reply = client.call(Message(address="$management", properties=properties, body=body))
+            return reply.properties, reply.body
+        return read(call)
     finally:
         connection.close()
 
 
 class MeshProbe(object):
     """The probe's last result; ``poll`` once, or ``start`` the polling thread.
-    ``query(url, timeout)``: proton_query (tests give another)."""
+    ``query(url, timeout)``: proton_query, ``(routers, addresses, why)``
+    (tests give another)."""
 
     def __init__(self, url, expected, interval=15, timeout=5, query=proton_query):
         self.url, self.expected, self.interval, self.timeout = url, expected, interval, timeout
         self.query = query
         self.routers = None  # None: the last poll failed (or none yet)
+        self.addresses = None  # {space: {phase: count}}; None: not read by the last poll
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.thread = None
 
     def poll(self):
         try:
-            routers = count_routers(*self.query(self.url, self.timeout))
+            routers, addresses, why = self.query(self.url, self.timeout)
         except Exception as exc:  # any failure of the router or of proton: management down
             with self.lock:
-                was_up, self.routers = self.routers is not None, None
+                was_up, self.routers, self.addresses = self.routers is not None, None, None
             (LOG.warning if was_up else LOG.debug)("mesh probe: %s: %s", self.url, exc)
             return
         with self.lock:
             changed = routers != self.routers
-            self.routers = routers
+            pending = self.pending(addresses) != self.pending(self.addresses)
+            lost = addresses is None and self.addresses is not None
+            self.routers, self.addresses = routers, addresses
         if changed:
             LOG.info("mesh probe: the router reaches %d of %d routers", routers, self.expected)
+        if lost:
+            LOG.warning("mesh probe: %s: the addresses: %s", self.url, why)
+        if pending and addresses is not None:
+            LOG.info("mesh probe: addresses not ready: %s", ", ".join(
+                "%s %d" % (s, c[PENDING]) for s, c in sorted(addresses.items()) if c[PENDING]) or "none")
+
+    @staticmethod
+    def pending(addresses):
+        """{space: not ready addresses} of ``addresses`` (None: None)."""
+        return None if addresses is None else dict((s, c[PENDING]) for s, c in addresses.items())
 
     @property
     def up(self):
@@ -195,7 +299,7 @@ class MeshProbe(object):
     def lines(self):
         """Its series in the Prometheus text format."""
         with self.lock:
-            routers = self.routers
+            routers, addresses = self.routers, self.addresses
         up = int(routers is not None)
         out = []
         for name, text, value in (
@@ -205,7 +309,16 @@ class MeshProbe(object):
             out += ["# HELP enmasse_%s %s" % (name, text), "# TYPE enmasse_%s gauge" % name]
             if value is not None:
                 out.append("enmasse_%s %d" % (name, value))
+        out += ["# HELP enmasse_addresses Addresses of each address space the local router holds, by phase "
+                "(Pending: an autoLink or linkRoute of it is not active)", "# TYPE enmasse_addresses gauge"]
+        for space, counts in sorted((addresses or {}).items()):
+            for phase in (ACTIVE, PENDING):
+                out.append('enmasse_addresses{space="%s",phase="%s"} %d' % (_label(space), phase, counts[phase]))
         return out
+
+
+def _label(value):
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
 def start_probe(config):

@@ -53,6 +53,9 @@ ADDRESS = "address"
 AUTOLINK = "autoLink"
 LINKROUTE = "linkRoute"
 
+# the entities of an address that attach to a broker (operStatus active or not)
+LINK_KINDS = (AUTOLINK, LINKROUTE)
+
 ROUTER_ONLY_TYPES = ("anycast", "multicast")
 QUEUE_LIKE = ("queue", "deadletter")
 
@@ -223,6 +226,36 @@ def address_entities(space, address, homes=(), draining=(), topic_homes=()):
                 delExternalPrefix="%s::" % internal(space, topic),
                 addExternalPrefix="%s::%s/" % (internal(space, topic), space))
     return out
+
+
+def address_of_entity(space, name):
+    """The address (its name in space ``space``) that router entity ``name``
+    belongs to (``address_entities``), None for any other entity."""
+    pre = space_prefix(space)
+    if not name.startswith(pre):
+        return None
+    kind, unused, tail = name[len(pre):].partition("/")
+    if kind == "address":
+        return tail
+    if kind == "autolink":
+        return tail.split("/", 2)[2] if tail.count("/") >= 2 else None
+    if kind == "linkroute":
+        addr = tail.split("/", 1)[1] if "/" in tail else None
+        if addr and "::" in addr:
+            return addr.split("::", 1)[1]
+        return addr
+    return None
+
+
+def entity_ready(kind, oper_status):
+    """Whether a router entity of an address, there on a router, lets the
+    address be ready on that router: an autoLink or linkRoute only while its
+    ``operStatus`` is ``active`` (attached to its broker: ``inactive`` while
+    the broker or its connector is down), any other kind by being there. An
+    address is ready on a router when every entity of it is there and ready
+    (the status of ``address_info``, ``service.address_statuses``; the auth
+    service's probe, ``auth/mesh.py``)."""
+    return kind not in LINK_KINDS or oper_status == "active"
 
 
 def broker_address(space, address):

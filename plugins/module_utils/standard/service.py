@@ -325,12 +325,12 @@ def _is_delete(phase_name_request):
 def _wait_ready(service, session, space, desired, timeout=READY_WAIT):
     """Re-read the routers until every autoLink/linkRoute of the space is
     active on every router, or ``timeout`` (links attach asynchronously)."""
-    links = [n for n, e in desired.items() if e["type"] in (_ent.AUTOLINK, _ent.LINKROUTE)]
+    links = [(n, e["type"]) for n, e in desired.items() if e["type"] in _ent.LINK_KINDS]
     deadline = time.time() + timeout
     while True:
         live, status = service.read_routers(session, space)
-        inactive = [(r, n) for r in service.router_ids for n in links
-                    if (status.get(r) or {}).get(n, {}).get("operStatus") != "active"]
+        inactive = [(r, n) for r in service.router_ids for n, kind in links
+                    if not _ent.entity_ready(kind, (status.get(r) or {}).get(n, {}).get("operStatus"))]
         if not inactive or time.time() > deadline:
             return live, status
         time.sleep(0.5)
@@ -340,7 +340,7 @@ def address_statuses(service, space, addresses, homes, draining, pending, desire
                      live_brokers, applied=True):
     by_addr = {}
     for ename in desired:
-        by_addr.setdefault(_address_of_entity(space, ename), []).append(ename)
+        by_addr.setdefault(_ent.address_of_entity(space, ename), []).append(ename)
     out = {}
     for a in addresses:
         n = a["address"]
@@ -357,9 +357,9 @@ def address_statuses(service, space, addresses, homes, draining, pending, desire
             for ename in by_addr.get(n, []):
                 if ename not in live:
                     msgs.append("router %r lacks %s" % (r, ename))
-                elif desired[ename]["type"] in (_ent.AUTOLINK, _ent.LINKROUTE):
+                else:
                     st = (router_status.get(r) or {}).get(ename, {}).get("operStatus")
-                    if st != "active":
+                    if not _ent.entity_ready(desired[ename]["type"], st):
                         msgs.append("router %r: %s %s is %s" % (r, desired[ename]["type"], ename, st or "unknown"))
         message_count = 0
         per_broker = {}
@@ -384,28 +384,10 @@ def address_statuses(service, space, addresses, homes, draining, pending, desire
     return out
 
 
-def _address_of_entity(space, ename):
-    pre = _ent.space_prefix(space)
-    if not ename.startswith(pre):
-        return None
-    rest = ename[len(pre):]
-    kind, unused, tail = rest.partition("/")
-    if kind == "address":
-        return tail
-    if kind == "autolink":
-        return tail.split("/", 2)[2] if tail.count("/") >= 2 else None
-    if kind == "linkroute":
-        addr = tail.split("/", 1)[1] if "/" in tail else None
-        if addr and "::" in addr:
-            return addr.split("::", 1)[1]
-        return addr
-    return None
-
-
 def _changed_addresses(rchanges, bchanges, space):
     names = set()
     for ename in _routers.changed_names(rchanges):
-        a = _address_of_entity(space, ename)
+        a = _ent.address_of_entity(space, ename)
         if a:
             names.add(a)
     pre = _ent.internal(space, "")
