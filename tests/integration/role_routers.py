@@ -91,10 +91,10 @@ def render(base_dir, routers, broker_credentials=(), credentials_dir=None, mesh_
         conf_dir = os.path.join(base_dir, r["id"])
         tls_dir = os.path.join(conf_dir, "tls")
         result[r["id"]] = {"conf": os.path.join(conf_dir, "qdrouterd.conf"), "dir": conf_dir,
-                           # the management listener requires a client certificate of the mesh CA: the router's
-                           "management_tls": {"cert_file": os.path.join(tls_dir, "router.pem"),
-                                              "key_file": os.path.join(tls_dir, "router.key"),
-                                              "ca_file": os.path.join(tls_dir, "ca.pem")},
+                           # the management listener requires a client certificate of the management CA: root's
+                           "management_tls": {"cert_file": os.path.join(tls_dir, "management-client.pem"),
+                                              "key_file": os.path.join(tls_dir, "management-client.key"),
+                                              "ca_file": os.path.join(tls_dir, "management-ca.pem")},
                            "password_files": dict((b, os.path.join(base_dir, "brokers", os.path.basename(p)))
                                                   for b, p in files.items())}
     return result, out.stdout

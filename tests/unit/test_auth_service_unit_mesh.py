@@ -74,4 +74,10 @@ def test_site_sets_the_probe_from_the_group_routers():
     assert play["vars"]["auth_service_mesh_expected_routers"] == "{{ groups['routers'] | length }}"
     assert "router_management_port" in play["vars"]["auth_service_mesh_management_port"]
     # the probe's own client certificate of the mesh CA the router role made
-    assert play["vars"]["auth_service_mesh_ca_dir"] == "{{ router_management.mesh_ca_dir }}"
+    assert play["vars"]["auth_service_mesh_management_ca_dir"] == "{{ router_management.ca_dir }}"
+    # the same CA subject as the router role's, else the pki role would re-issue the CA certificate
+    assert play["vars"]["auth_service_mesh_management_ca_common_name"] == "{{ router_management.ca_common_name }}"
+    with open(os.path.join(REPO, "roles", "router", "vars", "main.yml")) as handle:
+        router_cn = yaml.safe_load(handle)["__router_management_ca_common_name"]
+    with open(os.path.join(ROLE, "defaults", "main.yml")) as handle:
+        assert yaml.safe_load(handle)["auth_service_mesh_management_ca_common_name"] == router_cn

@@ -60,7 +60,7 @@ ACTIVE, PENDING = "Active", "Pending"
 DEFAULTS = {
     # the local router's management listener (amqps://127.0.0.1:55670); empty = no probe
     "mesh_management_url": "",
-    # the client certificate of the mesh CA that listener requires (mgmt_tls); "" = none (a plain listener)
+    # the client certificate of the management CA that listener requires (mgmt_tls); "" = none (a plain listener)
     "mesh_management_cert": "",
     "mesh_management_key": "",
     "mesh_management_ca": "",
@@ -70,9 +70,9 @@ DEFAULTS = {
 }
 ARGS = (("--mesh-management-url", "mesh_management_url", str,
          "the local router's management listener (amqp://host:port): probe the mesh"),
-        ("--mesh-management-cert", "mesh_management_cert", str, "client certificate (mesh CA) for that listener"),
+        ("--mesh-management-cert", "mesh_management_cert", str, "client certificate (management CA) for that listener"),
         ("--mesh-management-key", "mesh_management_key", str, "its private key"),
-        ("--mesh-management-ca", "mesh_management_ca", str, "the mesh CA (the router's certificate is checked)"),
+        ("--mesh-management-ca", "mesh_management_ca", str, "the management CA (the router's certificate is checked)"),
         ("--mesh-expected-routers", "mesh_expected_routers", int, "routers the mesh should have"),
         ("--mesh-poll-interval", "mesh_poll_interval", float, "seconds between polls (default 15)"),
         ("--mesh-timeout", "mesh_timeout", float, "seconds per poll (default 5)"))

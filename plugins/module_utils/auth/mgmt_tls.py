@@ -4,9 +4,9 @@
 """How a local client reaches a router's management listener.
 
 The router role's management listener (127.0.0.1 only) requires TLS and a
-client certificate of the router mesh CA (SASL EXTERNAL): a local process
-manages the router only if it can read such a key (root, the router's
-group, or a service given its own certificate). One rule for the modules
+client certificate of the router management CA (SASL EXTERNAL; its own CA,
+not the mesh CA): a local process manages the router only if it can read
+such a key (root, or a service given its own certificate). One rule for the modules
 (``router.client`` through the standard infrastructure file), the router
 role's qdmanage and the auth service's mesh probe.
 
@@ -32,8 +32,8 @@ def errors(field, tls):
     for k in KEYS:
         value = tls.get(k)
         if not isinstance(value, str) or not value.startswith("/"):
-            out.append("%s.%s: %r must be an absolute path on the host (the client certificate of the mesh CA, "
-                       "its key and the mesh CA)" % (field, k, value))
+            out.append("%s.%s: %r must be an absolute path on the host (the client certificate of the management "
+                       "CA, its key and that CA)" % (field, k, value))
     return out
 
 
