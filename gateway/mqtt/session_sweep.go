@@ -87,10 +87,10 @@ func (b *Bridge) beat() {
 	}
 }
 
-// loadRecordIndex: the first heartbeat and the first sweep, once at start
-// before the listeners (about 300 ms: the read's idle window; when the
-// store does not answer, again every 5 s in the background); then the
-// heartbeats and the sweeps in the background. The sweep's index says
+// loadRecordIndex: the first sweep, once at start before the listeners
+// (about 300 ms: the read's idle window; when the store does not answer,
+// again every 5 s in the background); the heartbeats (the first one at
+// once) and the later sweeps in the background. The sweep's index says
 // which client ids have a live record: a clean start of such an id removes
 // its record. Not in the index until the next sweep: records another
 // instance writes later.
@@ -98,7 +98,6 @@ func (b *Bridge) loadRecordIndex() {
 	if b.Store == nil {
 		return
 	}
-	b.beat()
 	ok := b.sweep(time.Now().Unix())
 	go func() {
 		for !ok {
@@ -112,7 +111,10 @@ func (b *Bridge) loadRecordIndex() {
 // keepAlive writes the heartbeats and runs the sweeps, each in a goroutine
 // of its own (a long sweep does not delay a heartbeat; sweeps never overlap).
 func (b *Bridge) keepAlive() {
-	go every(heartbeatInterval, b.beat)
+	go func() {
+		b.beat() // the first one now (a record names its write's time too: it needs none before)
+		every(heartbeatInterval, b.beat)
+	}()
 	every(sweepInterval, func() { b.sweep(time.Now().Unix()) })
 }
 
