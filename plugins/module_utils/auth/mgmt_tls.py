@@ -20,6 +20,11 @@ __metaclass__ = type
 
 KEYS = ("cert_file", "key_file", "ca_file")
 MECHANISM = "EXTERNAL"
+# root's client certificate as the router role puts it on a router host
+# (router_config_dir /etc/qpid-dispatch)
+ROUTER_ROLE_FILES = {"cert_file": "/etc/qpid-dispatch/tls/management-client.pem",
+                     "key_file": "/etc/qpid-dispatch/tls/management-client.key",
+                     "ca_file": "/etc/qpid-dispatch/tls/management-ca.pem"}
 
 
 def errors(field, tls):
@@ -35,6 +40,32 @@ def errors(field, tls):
             out.append("%s.%s: %r must be an absolute path on the host (the client certificate of the management "
                        "CA, its key and that CA)" % (field, k, value))
     return out
+
+
+def url_errors(field, url, tls):
+    """The URL's scheme must say what ``tls`` says: amqps:// with a client
+    certificate, amqp:// without (proton uses TLS for amqps:// only)."""
+    if not isinstance(url, str):
+        return []
+    if tls and not url.startswith("amqps://"):
+        return ["%s: %r must be amqps:// with a client certificate (management_tls)" % (field, url)]
+    if not tls and url.startswith("amqps://"):
+        return ["%s: %r is amqps:// but management_tls names no client certificate" % (field, url)]
+    return []
+
+
+def upgraded(url, exists):
+    """For an ``amqp://`` URL of a local listener written before the router
+    role required TLS there: ``(amqps URL, ROUTER_ROLE_FILES)`` when those
+    files exist (``exists(path)``), else None. A router the role restarted
+    with the new listener is reached by a keeper whose infrastructure file
+    the standard play has not rewritten yet."""
+    prefix = "amqp://127.0.0.1:"
+    if not isinstance(url, str) or not url.startswith(prefix) or not url[len(prefix):].isdigit():
+        return None
+    if not all(exists(p) for p in ROUTER_ROLE_FILES.values()):
+        return None
+    return "amqps://127.0.0.1:" + url[len(prefix):], dict(ROUTER_ROLE_FILES)
 
 
 def ssl_domain(proton, tls):
