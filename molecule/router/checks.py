@@ -19,7 +19,6 @@ import subprocess
 import sys
 import time
 
-MANAGEMENT = "127.0.0.1:55670"
 # what the role's file and the keeper create on a router
 RESTORED_TYPES = ("listener", "connector", "sslProfile", "vhost", "authServicePlugin", "address", "autoLink",
                   "linkRoute")
@@ -140,7 +139,8 @@ def missing_entities(before, now):
 
 
 def _query(entity_type):
-    out = subprocess.run(["qdmanage", "query", "--type=" + entity_type, "-b", MANAGEMENT],
+    # the role's qdmanage wrapper reaches the management listener (TLS, the router's certificate)
+    out = subprocess.run(["qdmanage", "query", "--type=" + entity_type],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True, universal_newlines=True)
     return json.loads(out.stdout)
 

@@ -26,7 +26,8 @@ def render(base_dir, routers, broker_credentials=(), credentials_dir=None, mesh_
            prefix=None):
     """``routers``: [{id, management_port, inter_router_port}] in mesh order.
     Writes <base_dir>/<id>/qdrouterd.conf (and tls/, brokers/) per router;
-    returns ({id: {"conf": path, "dir": config dir, "password_files": {broker: path}}}, the output).
+    returns ({id: {"conf": path, "dir": config dir, "management_tls": the client certificate its management
+    listener requires, "password_files": {broker: path}}}, the output).
     ``prefix`` (the router's install prefix): the role's own config.yml
     writes the file (checked with the router's parser; a change of the mesh
     connectors only is applied to a running router through management,
@@ -88,7 +89,12 @@ def render(base_dir, routers, broker_credentials=(), credentials_dir=None, mesh_
     result = {}
     for r in routers:
         conf_dir = os.path.join(base_dir, r["id"])
+        tls_dir = os.path.join(conf_dir, "tls")
         result[r["id"]] = {"conf": os.path.join(conf_dir, "qdrouterd.conf"), "dir": conf_dir,
+                           # the management listener requires a client certificate of the management CA: root's
+                           "management_tls": {"cert_file": os.path.join(tls_dir, "management-client.pem"),
+                                              "key_file": os.path.join(tls_dir, "management-client.key"),
+                                              "ca_file": os.path.join(tls_dir, "management-ca.pem")},
                            "password_files": dict((b, os.path.join(base_dir, "brokers", os.path.basename(p)))
                                                   for b, p in files.items())}
     return result, out.stdout

@@ -139,6 +139,7 @@ class Router(object):
         os.makedirs(self.dir, exist_ok=True)
         self.proc = None
         self.conf_file = None  # a qdrouterd.conf the router role rendered (StandardEnv role_routers)
+        self.management_tls = None  # with it, the client certificate its management listener requires
 
     def config(self):
         ents = [["router", dict(self.env.router_settings, mode="interior", id=self.id)],
@@ -189,7 +190,22 @@ class Router(object):
 
     @property
     def management_url(self):
-        return "amqp://127.0.0.1:%d" % self.management_port
+        return "%s://127.0.0.1:%d" % ("amqps" if self.management_tls else "amqp", self.management_port)
+
+    def session(self, timeout=30):
+        """A management session to this router (with its client certificate when the listener needs one)."""
+        from ansible_collections.enmasse.messaging.plugins.module_utils.router.client import ManagementSession
+        return ManagementSession(self.management_url, timeout=timeout, tls=self.management_tls)
+
+    def connection(self, timeout=10):
+        """A BlockingConnection to the management listener (a client of role normal, like any there)."""
+        import proton
+        from proton.utils import BlockingConnection
+        from ansible_collections.enmasse.messaging.plugins.module_utils.auth import mgmt_tls
+        if not self.management_tls:
+            return BlockingConnection(self.management_url, timeout=timeout)
+        return BlockingConnection(self.management_url, timeout=timeout, allowed_mechs=mgmt_tls.MECHANISM,
+                                  ssl_domain=mgmt_tls.ssl_domain(proton, self.management_tls))
 
 
 class AuthService(object):
@@ -340,6 +356,7 @@ class StandardEnv(object):
                 creds)
             for r in self.routers:
                 r.conf_file = rendered[r.id]["conf"]
+                r.management_tls = rendered[r.id]["management_tls"]
             self.password_files = rendered[self.routers[0].id]["password_files"]
             return
         os.makedirs(os.path.join(self.base_dir, "brokers"), exist_ok=True)
@@ -358,6 +375,7 @@ class StandardEnv(object):
     def write_infra(self):
         data = {
             "management_url": self.routers[0].management_url,
+            "management_tls": self.routers[0].management_tls or {},
             "routers": [{"id": r.id, "host": "127.0.0.1", "port_offset": 100 * r.index} for r in self.routers],
             "brokers": [{"name": b.name, "host": "127.0.0.1", "amqp_port": b.amqp_port,
                          "user": b.router_user, "password_file": self.password_files[b.name],
@@ -384,18 +402,16 @@ class StandardEnv(object):
             json.dump(data, f)
 
     def session(self):
-        from ansible_collections.enmasse.messaging.plugins.module_utils.router.client import ManagementSession
-        return ManagementSession(self.routers[0].management_url, timeout=30)
+        return self.routers[0].session(timeout=30)
 
     def wait_mesh(self, timeout=60):
         """Until the first router sees every router of the mesh."""
         want = sorted(r.id for r in self.routers if r.proc and r.proc.poll() is None)
         deadline = time.time() + timeout
         seen = None
-        from ansible_collections.enmasse.messaging.plugins.module_utils.router.client import ManagementSession
         while time.time() < deadline:
             try:
-                with ManagementSession(self.routers[0].management_url, timeout=3) as s:
+                with self.routers[0].session(timeout=3) as s:
                     seen = s.routers()
                     if seen == want:
                         # every router answers through the mesh (just after it forms, some do not yet)

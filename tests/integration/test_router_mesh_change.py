@@ -38,7 +38,6 @@ rerun = importlib.util.module_from_spec(_RERUN)
 _RERUN.loader.exec_module(rerun)
 
 from proton import Message  # noqa: E402
-from proton.utils import BlockingConnection  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.router]
 
@@ -61,6 +60,7 @@ def converge(base, prefix, routers):
     rendered, out = role_routers.render(os.path.join(base, "role"), [spec(r) for r in routers], prefix=prefix)
     for r in routers:
         r.conf_file = rendered[r.id]["conf"]
+        r.management_tls = rendered[r.id]["management_tls"]
     return out
 
 
@@ -71,11 +71,10 @@ def changed_tasks(out, host):
 
 def mesh_of(router, timeout=30, want=None):
     """The router ids ``router`` knows, once they are ``want``."""
-    from ansible_collections.enmasse.messaging.plugins.module_utils.router.client import ManagementSession
     deadline, seen = time.time() + timeout, None
     while time.time() < deadline:
         try:
-            with ManagementSession(router.management_url, timeout=3) as s:
+            with router.session(timeout=3) as s:
                 seen = s.routers()
                 if want is None or seen == sorted(want):
                     return seen
@@ -86,8 +85,7 @@ def mesh_of(router, timeout=30, want=None):
 
 
 def connectors(router):
-    from ansible_collections.enmasse.messaging.plugins.module_utils.router.client import ManagementSession
-    with ManagementSession(router.management_url, timeout=5) as s:
+    with router.session(timeout=5) as s:
         return sorted(c["name"] for c in s.query("org.apache.qpid.dispatch.connector", ["name"]))
 
 
@@ -111,7 +109,7 @@ class Traffic(object):
 
     def _receive(self):
         try:
-            conn = BlockingConnection(self.to.management_url, timeout=10)
+            conn = self.to.connection(timeout=10)
             rcv = conn.create_receiver(ADDRESS, credit=50)
             self.ready.set()
             idle_since = time.time()
@@ -136,12 +134,12 @@ class Traffic(object):
         t.start()
 
     def _send(self, name, router, failover):
-        urls, i, reconnects = [router.management_url] + ([failover.management_url] if failover else []), 0, 0
+        targets, i, reconnects = [router] + ([failover] if failover else []), 0, 0
         conn = snd = None
         while not self.stop_sending.is_set():
             try:
                 if conn is None:
-                    conn = BlockingConnection(urls[min(reconnects, len(urls) - 1)], timeout=10)
+                    conn = targets[min(reconnects, len(targets) - 1)].connection(timeout=10)
                     snd = conn.create_sender(ADDRESS)
                 body = "%s-%d" % (name, i)
                 send_accepted(snd, Message(body=body), timeout=10)
@@ -149,7 +147,7 @@ class Traffic(object):
                 i += 1
                 time.sleep(0.02)
             except Exception as e:  # pylint: disable=broad-except
-                if failover is None or reconnects >= len(urls):
+                if failover is None or reconnects >= len(targets):
                     self.errors.append("sender %s on %s: %r" % (name, router.id, e))
                     return
                 reconnects += 1

@@ -8,9 +8,13 @@ a standard address space converged.
 * Every TCP port the qdrouterd processes listen on (read from /proc, not a
   list) refuses a client without credentials and with wrong ones - SASL
   ANONYMOUS, PLAIN with a wrong password, TLS without a certificate or with a
-  certificate of another CA - except the management listener, which listens on
-  loopback only, and the listener of a space whose authentication service is
-  of type ``none`` (EnMasse's: no authentication by design).
+  certificate of another CA - except the listener of a space whose
+  authentication service is of type ``none`` (EnMasse's: no authentication by
+  design). The management listener listens on loopback only and admits a
+  local client only with a certificate of the router management CA (SASL
+  EXTERNAL): a local user without one can neither manage nor send, a
+  router's mesh certificate does not manage, and a management certificate
+  does not get into the inter-router listener.
 * No attribute of any connector, sslProfile, authServicePlugin or listener a
   management QUERY returns holds a known secret; the connectors name the
   password file; the routers' broker user is not the admin, cannot manage the
@@ -153,6 +157,12 @@ def other_ca(tmp_path):
     return paths
 
 
+def mesh_cert(env, router):
+    """(certificate, key) of ``router``'s inter-router (mesh CA) identity."""
+    tls_dir = os.path.join(env.base_dir, "role", router.id, "tls")
+    return os.path.join(tls_dir, "router.pem"), os.path.join(tls_dir, "router.key")
+
+
 def tls_domain(ca_file, cert=None, key=None):
     domain = SSLDomain(SSLDomain.MODE_CLIENT)
     domain.set_trusted_ca_db(ca_file)
@@ -177,6 +187,21 @@ def test_every_port_of_every_router_refuses_clients_without_or_with_wrong_creden
             if port == r.management_port:
                 assert addr == "127.0.0.1", "%s: management must listen on loopback only" % where
                 seen.add("management")
+                # the client trusts the listener's certificate (the management CA): what refuses is the router
+                mgmt_ca = r.management_tls["ca_file"]
+                errors = [refused(url, allowed_mechs="ANONYMOUS"),
+                          refused(url, allowed_mechs="ANONYMOUS EXTERNAL PLAIN"),
+                          refused("amqps://" + url, ssl_domain=tls_domain(mgmt_ca), allowed_mechs="ANONYMOUS"),
+                          refused("amqps://" + url, ssl_domain=tls_domain(mgmt_ca), allowed_mechs="EXTERNAL"),
+                          refused("amqps://" + url, ssl_domain=tls_domain(mgmt_ca, rogue["cert"], rogue["key"]),
+                                  allowed_mechs="EXTERNAL"),
+                          # a router's own mesh certificate: another CA for this listener
+                          refused("amqps://" + url, ssl_domain=tls_domain(mgmt_ca, *mesh_cert(env, r)),
+                                  allowed_mechs="EXTERNAL")]
+                assert all(errors), (where, errors)
+                # the positive control: root's management certificate (the modules') gets in
+                with r.session(timeout=10) as s:
+                    assert s.router_id() == r.id
                 continue
             if port == ports["open"][r.id]:
                 # authentication service type none: anyone who reaches the port is a client of "open"
@@ -191,7 +216,11 @@ def test_every_port_of_every_router_refuses_clients_without_or_with_wrong_creden
                 seen.add("inter-router")
                 errors += [refused("amqps://" + url, ssl_domain=tls_domain(mesh_ca), allowed_mechs="EXTERNAL"),
                            refused("amqps://" + url, ssl_domain=tls_domain(mesh_ca, rogue["cert"], rogue["key"]),
-                                   allowed_mechs="EXTERNAL")]
+                                   allowed_mechs="EXTERNAL"),
+                           # a management client certificate (root's, the auth service probe's CA) is no router's
+                           refused("amqps://" + url, ssl_domain=tls_domain(
+                               mesh_ca, r.management_tls["cert_file"], r.management_tls["key_file"]),
+                               allowed_mechs="EXTERNAL")]
             elif port == ports["walls"][r.id]:
                 seen.add("walls")
                 # the positive control: the right credentials get in on the same port
@@ -220,6 +249,9 @@ def test_the_mesh_ca_key_and_router_keys_stay_private(env):
         assert stat.S_IMODE(os.stat(os.path.join(ca_dir, name)).st_mode) == 0o600, name
     for r in env.routers:
         assert stat.S_IMODE(os.stat(os.path.join(role_dir, r.id, "tls", "router.key")).st_mode) == 0o640
+        assert stat.S_IMODE(os.stat(os.path.join(role_dir, r.id, "tls", "management-server.key")).st_mode) == 0o640
+        # root's management key: whoever reads it manages the router
+        assert stat.S_IMODE(os.stat(r.management_tls["key_file"]).st_mode) == 0o600
     for path in env.password_files.values():
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o640, path
 

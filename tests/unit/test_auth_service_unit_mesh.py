@@ -20,7 +20,8 @@ def exec_start(**overrides):
         variables = dict((k, trust_as_template(v) if isinstance(v, str) else v)
                          for k, v in yaml.safe_load(handle).items())
     variables.update(ansible_managed="managed", __auth_service_cert="/c.pem", __auth_service_key="/k.pem",
-                     __auth_service_metrics_password_hash_file="/etc/enmasse-auth-service/metrics-password.json")
+                     __auth_service_metrics_password_hash_file="/etc/enmasse-auth-service/metrics-password.json",
+                     __auth_service_mesh_tls={})
     variables.update(overrides)
     with open(os.path.join(ROLE, "templates", "enmasse-auth-service.service.j2")) as handle:
         text = Templar(loader=DataLoader(), variables=variables).template(trust_as_template(handle.read()))
@@ -36,8 +37,18 @@ def test_mesh_flags_only_with_metrics_and_routers_expected(metrics, expected, pr
     assert ("--metrics-port 9466" in line) is metrics
 
 
+def test_with_a_client_certificate_the_probe_uses_amqps_and_names_the_files():
+    line = exec_start(auth_service_metrics_enabled=True, auth_service_mesh_expected_routers=3, __auth_service_mesh_tls=TLS)
+    assert (" --mesh-management-url amqps://127.0.0.1:55670 --mesh-management-cert /t/p.pem"
+            " --mesh-management-key /t/p.key --mesh-management-ca /t/ca.pem --mesh-expected-routers 3") in line, line
+
+
+TLS = {"cert_file": "/t/p.pem", "key_file": "/t/p.key", "ca_file": "/t/ca.pem"}
+
+
 def test_the_flags_are_ones_the_service_reads():
-    argv = exec_start(auth_service_metrics_enabled=True, auth_service_mesh_expected_routers=2).split()[3:]
+    argv = exec_start(auth_service_metrics_enabled=True, auth_service_mesh_expected_routers=2,
+                      __auth_service_mesh_tls=TLS).split()[3:]
     seen = {}
 
     def fake_load(path, overrides):
@@ -50,7 +61,9 @@ def test_the_flags_are_ones_the_service_reads():
             server.main(argv)
     finally:
         server.load_config = original
-    assert seen["mesh_management_url"] == "amqp://127.0.0.1:55670" and seen["mesh_expected_routers"] == 2
+    assert seen["mesh_management_url"] == "amqps://127.0.0.1:55670" and seen["mesh_expected_routers"] == 2
+    assert (seen["mesh_management_cert"], seen["mesh_management_key"], seen["mesh_management_ca"]) == (
+        "/t/p.pem", "/t/p.key", "/t/ca.pem")
 
 
 def test_site_sets_the_probe_from_the_group_routers():
@@ -60,3 +73,11 @@ def test_site_sets_the_probe_from_the_group_routers():
                                     for r in p.get("roles", []))][0]
     assert play["vars"]["auth_service_mesh_expected_routers"] == "{{ groups['routers'] | length }}"
     assert "router_management_port" in play["vars"]["auth_service_mesh_management_port"]
+    # the probe's own client certificate of the mesh CA the router role made
+    assert play["vars"]["auth_service_mesh_management_ca_dir"] == "{{ router_management.ca_dir }}"
+    # the same CA subject as the router role's, else the pki role would re-issue the CA certificate
+    assert play["vars"]["auth_service_mesh_management_ca_common_name"] == "{{ router_management.ca_common_name }}"
+    with open(os.path.join(REPO, "roles", "router", "vars", "main.yml")) as handle:
+        router_cn = yaml.safe_load(handle)["__router_management_ca_common_name"]
+    with open(os.path.join(ROLE, "defaults", "main.yml")) as handle:
+        assert yaml.safe_load(handle)["auth_service_mesh_management_ca_common_name"] == router_cn

@@ -32,8 +32,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import functools
 import logging
 import threading
+
+from . import mgmt_tls
 
 try:  # in the collection
     from ..standard import entities
@@ -55,14 +58,21 @@ PAGE = 1000
 # address phases (model/status.py's names): ready, not ready
 ACTIVE, PENDING = "Active", "Pending"
 DEFAULTS = {
-    # the local router's management listener (amqp://127.0.0.1:55670); empty = no probe
+    # the local router's management listener (amqps://127.0.0.1:55670); empty = no probe
     "mesh_management_url": "",
+    # the client certificate of the management CA that listener requires (mgmt_tls); "" = none (a plain listener)
+    "mesh_management_cert": "",
+    "mesh_management_key": "",
+    "mesh_management_ca": "",
     "mesh_expected_routers": 0,
     "mesh_poll_interval": 15,
     "mesh_timeout": 5,
 }
 ARGS = (("--mesh-management-url", "mesh_management_url", str,
          "the local router's management listener (amqp://host:port): probe the mesh"),
+        ("--mesh-management-cert", "mesh_management_cert", str, "client certificate (management CA) for that listener"),
+        ("--mesh-management-key", "mesh_management_key", str, "its private key"),
+        ("--mesh-management-ca", "mesh_management_ca", str, "the management CA (the router's certificate is checked)"),
         ("--mesh-expected-routers", "mesh_expected_routers", int, "routers the mesh should have"),
         ("--mesh-poll-interval", "mesh_poll_interval", float, "seconds between polls (default 15)"),
         ("--mesh-timeout", "mesh_timeout", float, "seconds per poll (default 5)"))
@@ -80,6 +90,12 @@ def check_config(config):
         raise ValueError("mesh_management_url needs mesh_expected_routers >= 1")
     if url and not config["metrics_port"]:
         raise ValueError("mesh_management_url needs metrics_port (the probe is exported there only)")
+    tls = management_tls(config)
+    problems = mgmt_tls.errors("mesh_management", tls)
+    if problems:
+        raise ValueError("; ".join(problems))
+    if tls and not url.startswith("amqps://"):
+        raise ValueError("mesh_management_url: %r must be amqps:// with a client certificate" % (url,))
     for key, low in (("mesh_poll_interval", 1), ("mesh_timeout", 0.1)):
         value = config[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= 3600:
@@ -193,12 +209,24 @@ def read_router(call):
         return routers, None, exc
 
 
-def proton_query(url, timeout, read=read_router):
+def management_tls(config):
+    """The probe's client certificate as mgmt_tls takes it; {} = none."""
+    files = (config.get("mesh_management_cert"), config.get("mesh_management_key"), config.get("mesh_management_ca"))
+    return dict(zip(mgmt_tls.KEYS, files)) if any(files) else {}
+
+
+def proton_query(url, timeout, read=read_router, tls=None):
     """``read(call)`` over a fresh connection: ``call(properties, body)``
-    sends one management request and returns the reply's ``(properties, body)``."""
+    sends one management request and returns the reply's ``(properties, body)``;
+    ``tls``: the client certificate (mgmt_tls) the listener requires."""
+    import proton
     from proton import Message
     from proton.utils import BlockingConnection, SyncRequestResponse
-    connection = BlockingConnection(url, timeout=timeout)
+    if tls:
+        connection = BlockingConnection(url, timeout=timeout, ssl_domain=mgmt_tls.ssl_domain(proton, tls),
+                                        allowed_mechs=mgmt_tls.MECHANISM)
+    else:
+        connection = BlockingConnection(url, timeout=timeout)
     try:
         client = SyncRequestResponse(connection, "$management")
 
@@ -299,5 +327,7 @@ def start_probe(config):
         return None
     LOG.info("mesh probe: %s every %ss, %d routers expected", config["mesh_management_url"],
              config["mesh_poll_interval"], config["mesh_expected_routers"])
+    tls = management_tls(config)
     return MeshProbe(config["mesh_management_url"], config["mesh_expected_routers"],
-                     config["mesh_poll_interval"], config["mesh_timeout"]).start()
+                     config["mesh_poll_interval"], config["mesh_timeout"],
+                     query=functools.partial(proton_query, tls=tls) if tls else proton_query).start()

@@ -20,6 +20,7 @@ import socket
 import time
 import uuid
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.auth import mgmt_tls as _mgmt_tls
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ClientError
 from ansible_collections.enmasse.messaging.plugins.module_utils.redact import redact_url, url_password
 from ansible_collections.enmasse.messaging.plugins.module_utils.router.protocol import (
@@ -48,7 +49,7 @@ class AmqpConnection(object):
     ``Reply`` is in ``_replies``. Not thread-safe."""
 
     def __init__(self, url, timeout=30, window=DEFAULT_WINDOW, ssl_domain=None, sasl_mechanisms=None,
-                 container_id=None):
+                 container_id=None, tls=None):
         try:
             import proton
         except ImportError as e:
@@ -57,8 +58,9 @@ class AmqpConnection(object):
         self.url = url
         self.timeout = timeout
         self.window = max(1, int(window))
-        self.ssl_domain = ssl_domain
-        self.sasl_mechanisms = sasl_mechanisms
+        # tls: the client certificate of a management listener that requires one (auth.mgmt_tls)
+        self.ssl_domain = _mgmt_tls.ssl_domain(proton, tls) if tls else ssl_domain
+        self.sasl_mechanisms = _mgmt_tls.MECHANISM if tls else sasl_mechanisms
         self.container_id = container_id or "enmasse-management-%s" % uuid.uuid4()
         self._message = proton.Message
         self._data = proton.Data()

@@ -16,6 +16,7 @@ import json
 import os
 import re
 
+from ansible_collections.enmasse.messaging.plugins.module_utils.auth import mgmt_tls as _mgmt_tls
 from ansible_collections.enmasse.messaging.plugins.module_utils import files as _files
 from ansible_collections.enmasse.messaging.plugins.module_utils.ledger import Ledger
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ConfigError
@@ -74,6 +75,8 @@ def load_infra(path):
     if data.get("auth_service") and (not auth.get("host") or not auth.get("port")):
         errs.append("%s: auth_service needs host and port" % path)
     errs.extend(tls_errors(path, data))
+    errs.extend("%s: %s" % (path, e) for e in _mgmt_tls.errors("management_tls", data.get("management_tls"))
+                + _mgmt_tls.url_errors("management_url", data.get("management_url"), data.get("management_tls")))
     errs.extend(mqtt_gateway_errors(path, data.get("mqtt_gateways")))
     if errs:
         raise ConfigError(errs)

@@ -10,16 +10,33 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
+from ansible_collections.enmasse.messaging.plugins.module_utils.auth import mgmt_tls as _mgmt_tls
 from ansible_collections.enmasse.messaging.plugins.module_utils.router import apply as _apply
 from ansible_collections.enmasse.messaging.plugins.module_utils.router import client as _client
 from ansible_collections.enmasse.messaging.plugins.module_utils.router import diff as _diff
 from ansible_collections.enmasse.messaging.plugins.module_utils.router import reader as _reader
+from ansible_collections.enmasse.messaging.plugins.module_utils.router.protocol import RouterManagementError
 
 
-def open_session(infra, timeout=None):
+def open_session(infra, timeout=None, exists=os.path.exists):
     """One management session to the mesh; ``timeout``: seconds a request
-    may wait for its reply (default: the infrastructure's ``timeout``)."""
-    return _client.ManagementSession(infra["management_url"], timeout=timeout or infra.get("timeout") or 60)
+    may wait for its reply (default: the infrastructure's ``timeout``).
+    An infrastructure file from before the router's management listener
+    required TLS (plain URL, no ``management_tls``) gets a second try over
+    TLS with the router role's client certificate (``mgmt_tls.upgraded``):
+    during an upgrade the routers restart with the new listener before the
+    standard play rewrites the file, and the keeper must restore them."""
+    timeout = timeout or infra.get("timeout") or 60
+    tls = infra.get("management_tls") or None
+    try:
+        return _client.ManagementSession(infra["management_url"], timeout=timeout, tls=tls)
+    except RouterManagementError:
+        retry = None if tls else _mgmt_tls.upgraded(infra["management_url"], exists)
+        if retry is None:
+            raise
+        return _client.ManagementSession(retry[0], timeout=timeout, tls=retry[1])
 
 
 def read(session, router_ids, prefixes, kinds=None):
