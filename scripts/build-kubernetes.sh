@@ -28,6 +28,13 @@ STAGING_VERSION=v0.${K8S_VERSION#v1.}
 GO_TOOLCHAIN=${ENMASSE_GO_TOOLCHAIN:-go1.24.6}
 cache="${ENMASSE_CACHE_DIR:-$HOME/.cache/enmasse-messaging}/kubernetes-$K8S_VERSION"
 bin="$cache/bin"
+# one build at a time (scripts/test.sh starts one in the background; a test
+# that needs the binaries runs this script and waits here until it is done).
+# flock -o: the lock is not inherited by what the script starts
+if [ -z "${ENMASSE_KUBERNETES_BUILD_LOCKED:-}" ]; then
+  mkdir -p "$(dirname "$cache")"
+  ENMASSE_KUBERNETES_BUILD_LOCKED=1 exec flock -o "$cache.lock" bash "$0" "$@"
+fi
 
 log() { printf 'build-kubernetes: %s\n' "$*" >&2; }
 

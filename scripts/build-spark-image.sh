@@ -30,6 +30,10 @@ case "${1:-}" in
   *) echo "usage: $0 [--force|--print]" >&2; exit 2 ;;
 esac
 log() { printf '[build-spark-image] %s\n' "$*" >&2; }
+# one build at a time (scripts/test.sh starts one in the background)
+if [ -z "${ENMASSE_SPARK_IMAGE_LOCKED:-}" ] && [ "$(id -u)" -eq 0 ]; then
+  ENMASSE_SPARK_IMAGE_LOCKED=1 exec flock -o /var/tmp/enmasse-spark-image.lock bash "$0" "$@"
+fi
 
 base="$("$here/build-test-image.sh")"
 pins() {  # the pinned packages of a role's defaults

@@ -43,6 +43,11 @@ case "${1:-}" in
 esac
 
 log() { printf '[build-test-image] %s\n' "$*" >&2; }
+# one build at a time (scripts/test.sh starts one in the background; a
+# Molecule scenario that needs the image runs this script and waits here)
+if [ -z "${ENMASSE_TEST_IMAGE_LOCKED:-}" ] && [ "$(id -u)" -eq 0 ]; then
+  ENMASSE_TEST_IMAGE_LOCKED=1 exec flock -o /var/tmp/enmasse-test-image.lock bash "$0" "$@"
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "build-test-image.sh must run as root (debootstrap, rootful podman)" >&2

@@ -32,3 +32,19 @@ if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 os.environ["ANSIBLE_COLLECTIONS_PATH"] = os.pathsep.join(
     [COLLECTIONS] + [p for p in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep) if p])
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """tests/integration/kubernetes runs after the rest of tests/integration
+    (before tests/molecule): on a fresh machine scripts/test.sh builds its
+    kube-apiserver in the background meanwhile (the tests wait for that
+    build when it is not done)."""
+    k8s_dir = os.path.join(REPO, "tests", "integration", "kubernetes") + os.sep
+    k8s = [i for i in items if str(i.path).startswith(k8s_dir)]
+    if not k8s:
+        return
+    moved = set(id(i) for i in k8s)
+    rest = [i for i in items if id(i) not in moved]
+    molecule_dir = os.path.join(REPO, "tests", "molecule") + os.sep
+    at = next((n for n, i in enumerate(rest) if str(i.path).startswith(molecule_dir)), len(rest))
+    items[:] = rest[:at] + k8s + rest[at:]
