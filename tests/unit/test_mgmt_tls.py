@@ -25,11 +25,6 @@ def test_bad_settings_name_the_field_and_the_value(tls, words):
     assert all(w in got for w in words), got
 
 
-def test_the_url_follows_the_certificate():
-    assert mgmt_tls.url(55670, GOOD) == "amqps://127.0.0.1:55670"
-    assert mgmt_tls.url(55670, {}) == "amqp://127.0.0.1:55670"
-
-
 def test_the_domain_presents_the_certificate_and_trusts_only_the_ca():
     calls = []
 

@@ -91,11 +91,11 @@ def check_config(config):
     if url and not config["metrics_port"]:
         raise ValueError("mesh_management_url needs metrics_port (the probe is exported there only)")
     tls = management_tls(config)
-    problems = mgmt_tls.errors("mesh_management", tls)
+    # the scheme rule only with a certificate: a plain URL without one is a router of another deployment
+    problems = mgmt_tls.errors("mesh_management", tls) + (
+        mgmt_tls.url_errors("mesh_management_url", url, tls) if tls else [])
     if problems:
         raise ValueError("; ".join(problems))
-    if tls and not url.startswith("amqps://"):
-        raise ValueError("mesh_management_url: %r must be amqps:// with a client certificate" % (url,))
     for key, low in (("mesh_poll_interval", 1), ("mesh_timeout", 0.1)):
         value = config[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= 3600:

@@ -80,8 +80,3 @@ def ssl_domain(proton, tls):
     domain.set_trusted_ca_db(tls["ca_file"])
     domain.set_peer_authentication(proton.SSLDomain.VERIFY_PEER)
     return domain
-
-
-def url(port, tls, host="127.0.0.1"):
-    """The management URL: amqps:// with ``tls``, else amqp://."""
-    return "%s://%s:%s" % ("amqps" if tls else "amqp", host, port)
