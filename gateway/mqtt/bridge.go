@@ -91,19 +91,22 @@ type Bridge struct {
 	conns    map[*mqtt.Client]*connState
 	sessions map[string]*link // client id -> its session's link (session.go)
 	users    map[string]int64
-	Store    *RetainStore // nil: retained messages are forwarded, not kept
-	Metrics  *Metrics     // nil: no metrics endpoint
-	reads    sync.Map     // readKey -> chan readResult: retained reads started at the ACL check
-	subacks  sync.Map     // subackKey -> chan struct{}: closed when that SUBACK was written
-	records  sync.Map     // client id -> struct{}: ids with a session record in the store (session_store.go)
-	delayed  delayedWills // MQTT 5 wills waiting for their delay (will.go)
-	Journal  *Journal     // nil: no state_dir, wills do not survive the process (journal.go)
-	pool     pool         // the users' shared router connections (pool.go)
+	Store    *RetainStore     // nil: retained messages are forwarded, not kept
+	Metrics  *Metrics         // nil: no metrics endpoint
+	reads    sync.Map         // readKey -> chan readResult: retained reads started at the ACL check
+	subacks  sync.Map         // subackKey -> chan struct{}: closed when that SUBACK was written
+	records  sync.Map         // client id -> struct{}: ids with a session record in the store (session_store.go)
+	instance string           // this process's id in its records and heartbeat (session_sweep.go)
+	noticed  map[string]int64 // client id -> when a sweep first saw its record without liveness (session_sweep.go)
+	delayed  delayedWills     // MQTT 5 wills waiting for their delay (will.go)
+	Journal  *Journal         // nil: no state_dir, wills do not survive the process (journal.go)
+	pool     pool             // the users' shared router connections (pool.go)
 }
 
 func NewBridge(c *Config, t *Table, tlsc *tls.Config, log *slog.Logger) *Bridge {
 	b := &Bridge{Config: c, TLS: tlsc, Log: log, Timeout: 10 * time.Second,
-		links: map[*mqtt.Client]*link{}, conns: map[*mqtt.Client]*connState{}, sessions: map[string]*link{}, users: map[string]int64{}}
+		links: map[*mqtt.Client]*link{}, conns: map[*mqtt.Client]*connState{}, sessions: map[string]*link{}, users: map[string]int64{},
+		instance: newInstanceID(), noticed: map[string]int64{}}
 	b.table.Store(t)
 	return b
 }

@@ -196,11 +196,17 @@ func (s *RetainStore) readAll() ([]Retained, error) {
 }
 
 func (s *RetainStore) readAllCtx(ctx context.Context) ([]Retained, error) {
+	return s.readSelected(ctx, "")
+}
+
+// readSelected: the queue's messages the broker's selector (JMS syntax, on
+// the application properties; "": all) lets through, in order.
+func (s *RetainStore) readSelected(ctx context.Context, selector string) ([]Retained, error) {
 	sess, err := s.lockedSession(ctx)
 	if err != nil {
 		return nil, err
 	}
-	all, err := s.read(ctx, sess)
+	all, err := s.read(ctx, sess, selector)
 	if err != nil {
 		s.drop(sess)
 		return nil, err
@@ -208,8 +214,12 @@ func (s *RetainStore) readAllCtx(ctx context.Context) ([]Retained, error) {
 	return all, nil
 }
 
-func (s *RetainStore) read(ctx context.Context, sess *amqp.Session) ([]Retained, error) {
-	r, err := sess.NewReceiver(ctx, s.Address, &amqp.ReceiverOptions{Credit: readCredit})
+func (s *RetainStore) read(ctx context.Context, sess *amqp.Session, selector string) ([]Retained, error) {
+	opts := &amqp.ReceiverOptions{Credit: readCredit}
+	if selector != "" {
+		opts.Filters = []amqp.LinkFilter{amqp.NewSelectorFilter(selector)}
+	}
+	r, err := sess.NewReceiver(ctx, s.Address, opts)
 	if err != nil {
 		return nil, fmt.Errorf("retained store: receiver on %s: %v", s.Address, err)
 	}

@@ -166,3 +166,23 @@ def test_a_session_connected_while_the_gateway_stops_is_restored_at_pahos_reconn
     assert tmg.wait_for(lambda: s.present, 20), "paho did not reconnect to a resumed session (%s)" % s.connack
     assert tmg.wait_for(lambda: len(got(s, bodies)) == 3, 15), s.messages
     assert sorted(got(s, bodies)) == sorted(bodies)
+
+
+def test_a_session_whose_gateway_was_killed_under_it_expires_from_the_last_heartbeat(env, gw):
+    """SIGKILL under connected clients that do not come back: their records
+    have no disconnect time. A record ends its expiry after the later of its
+    write and its gateway's last heartbeat, plus 10 s (session_sweep.go): the
+    restarted gateway's first sweep removes the one of expiry 1 s; the one
+    of 300 s is restored."""
+    genv = on(env, gw)
+    short = Session(genv, cid("killed-short"), expiry=1).connect()
+    kept = Session(genv, cid("killed-kept")).connect()
+    for s in (short, kept):
+        assert s.subscribe("q1") == [1] and not s.present
+        s.c.loop_stop()  # gone for good: paho does not reconnect by itself
+    restart(gw, pause=13.0)  # > 1 s + 10 s after the last write or heartbeat (whole seconds)
+    assert logged(gw, "session record expired: removed", "client=" + short.client_id)
+    short.connect()
+    assert short.connack == 0 and not short.present, "the session of a killed gateway never ended"
+    kept.connect()
+    assert kept.connack == 0 and kept.present
