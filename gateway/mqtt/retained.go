@@ -181,22 +181,27 @@ const (
 func (s *RetainStore) Match(filter string) ([]Retained, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
 	defer cancel()
-	all, err := s.readAllCtx(ctx)
+	all, err := s.readSelected(ctx, topicsSelector)
 	if err != nil {
 		return nil, err
 	}
 	return matching(all, filter), nil
 }
 
-// readAll: every message of the queue, in order (session_store.go).
-func (s *RetainStore) readAll() ([]Retained, error) {
+// topicsSelector lets the topics' values through, and recordsSelector the
+// gateway's own records ("$session/", "$instance/": session_store.go): a
+// subscription's read does not carry every session record along, and the
+// heartbeats, written all the time, do not keep it from going idle.
+const (
+	topicsSelector  = RetainKey + " NOT LIKE '$%'"
+	recordsSelector = RetainKey + " LIKE '$%'"
+)
+
+// readRecords: the gateway's records in the queue, in order (session_sweep.go).
+func (s *RetainStore) readRecords() ([]Retained, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
 	defer cancel()
-	return s.readAllCtx(ctx)
-}
-
-func (s *RetainStore) readAllCtx(ctx context.Context) ([]Retained, error) {
-	return s.readSelected(ctx, "")
+	return s.readSelected(ctx, recordsSelector)
 }
 
 // readSelected: the queue's messages the broker's selector (JMS syntax, on

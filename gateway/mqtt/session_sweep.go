@@ -127,11 +127,11 @@ func every(d time.Duration, f func()) {
 	}
 }
 
-// sweep reads the queue, indexes the ids with a live record and removes
+// sweep reads the records, indexes the ids with a live record and removes
 // the expired records and the dead heartbeats; false when the store did
 // not answer.
 func (b *Bridge) sweep(now int64) bool {
-	all, err := b.Store.readAll()
+	all, err := b.Store.readRecords()
 	if err != nil {
 		b.Log.Info("session records not read: tried again later", "error", err)
 		return false

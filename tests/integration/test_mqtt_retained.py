@@ -573,16 +573,18 @@ def test_removing_the_mqtt_endpoint_removes_the_service(env):
 
 def queue_state(env, broker, queue=RETAINED):
     """The queue's settings (its configuration as Artemis' updateQueue with
-    the name alone returns it) and message count on ``broker`` (an
-    ArtemisBroker), None when absent."""
+    the name alone returns it) and the count of topic values on ``broker``
+    (an ArtemisBroker), None when absent."""
     from helpers import broker_mbean
     j = broker.jolokia()
     if queue not in (j.read(broker_mbean(broker.name), "QueueNames") or []):
         return None
     config = json.loads(broker_op(broker, "updateQueue(java.lang.String)", json.dumps({"name": queue})))
-    count = j.read('org.apache.activemq.artemis:broker="%s",component=addresses,address="%s",subcomponent=queues,'
-                   'routing-type="%s",queue="%s"' % (broker.name, queue, config["routing-type"].lower(), queue),
-                   "MessageCount")
+    # the gateways' own records ($instance/<id> heartbeats, $session/<client id>) share the queue:
+    # count the topics' values only
+    count = j.execute('org.apache.activemq.artemis:broker="%s",component=addresses,address="%s",subcomponent=queues,'
+                      'routing-type="%s",queue="%s"' % (broker.name, queue, config["routing-type"].lower(), queue),
+                      "countMessages(java.lang.String)", "mqtt_topic NOT LIKE '$%'")
     return {"routing-type": config["routing-type"], "durable": config["durable"],
             "last-value-key": config.get("last-value-key"), "non-destructive": config["non-destructive"],
             "count": count}
