@@ -63,6 +63,7 @@ type link struct {
 	in         *qos2In       // QoS 2 packet ids not yet released (qos2.go)
 	epoch      uint64        // of its stored record (session_store.go)
 	stored     atomic.Bool   // a record of it was written or restored: its end removes it
+	wmu        sync.Mutex    // one write of its record at a time (session_store.go)
 	cs         *connState    // the session's latest connection (b.mu)
 	sc         *shared       // the user's shared router connection it is on (pool.go)
 	sess       *amqp.Session // sc's session
@@ -366,11 +367,15 @@ func ackType(qos byte) byte {
 	return packets.Puback
 }
 
-// pubrel: the client's PUBREL ends a QoS 2 publish: PUBCOMP.
+// pubrel: the client's PUBREL ends a QoS 2 publish: PUBCOMP, after the
+// session's record (when it persists) no longer names the id: the client
+// may use the id again once it has the PUBCOMP.
 func (b *Bridge) pubrel(cl *mqtt.Client, pk packets.Packet) packets.Packet {
 	code := packets.CodeSuccess.Code
 	if l := b.linkOf(cl); l == nil || !l.in.release(pk.PacketID) {
 		code = packets.ErrPacketIdentifierNotFound.Code
+	} else {
+		b.saveSession(cl, l, 0)
 	}
 	_ = cl.WritePacket(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pubcomp},
 		PacketID: pk.PacketID, ReasonCode: code})

@@ -49,6 +49,10 @@ type sessionRecord struct {
 	// gateways (read as 0 and ""); the version stays 1 (they read these).
 	Seen  int64  `json:"seen,omitempty"`
 	Owner string `json:"owner,omitempty"`
+	// Qos2: the client's QoS 2 packet ids the router accepted and the
+	// client has not released (PUBREL) yet; a resend of one after a restart
+	// is acknowledged again, not forwarded again (qos2.go).
+	Qos2 []uint16 `json:"qos2,omitempty"`
 }
 
 type recordSub struct {
@@ -159,9 +163,9 @@ func (s *RetainStore) Session(id string) (*sessionRecord, map[string]int64, erro
 }
 
 // recordOf: the record of cl's session as mochi holds it now.
-func (b *Bridge) recordOf(cl *mqtt.Client, user string, epoch uint64, disconnected int64) *sessionRecord {
-	r := &sessionRecord{User: user, Expiry: b.expiryOf(cl), Disconnected: disconnected, Epoch: epoch,
-		Seen: time.Now().Unix(), Owner: b.instance}
+func (b *Bridge) recordOf(cl *mqtt.Client, l *link, disconnected int64) *sessionRecord {
+	r := &sessionRecord{User: l.user, Expiry: b.expiryOf(cl), Disconnected: disconnected, Epoch: l.epoch,
+		Seen: time.Now().Unix(), Owner: b.instance, Qos2: l.in.accepted()}
 	for _, s := range cl.State.Subscriptions.GetAll() {
 		r.Subs = append(r.Subs, recordSub{Filter: s.Filter, Qos: s.Qos, NoLoc: s.NoLocal, RAP: s.RetainAsPublished,
 			RH: s.RetainHandling})
@@ -178,14 +182,18 @@ func (b *Bridge) expiryOf(cl *mqtt.Client) uint32 {
 }
 
 // saveSession writes cl's record when its session persists; a failure is
-// logged (the session lives on in this instance).
+// logged (the session lives on in this instance). A session's writes are
+// made one at a time, each of the state when it is made (l.wmu): the last
+// one in the queue is the latest state.
 func (b *Bridge) saveSession(cl *mqtt.Client, l *link, disconnected int64) {
 	if b.Store == nil || expires(cl) {
 		return
 	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	l.stored.Store(true) // before the write: a failed one may have reached the broker
 	b.records.Store(cl.ID, struct{}{})
-	if err := b.Store.PutSession(cl.ID, b.recordOf(cl, l.user, l.epoch, disconnected)); err != nil {
+	if err := b.Store.PutSession(cl.ID, b.recordOf(cl, l, disconnected)); err != nil {
 		b.Log.Info("session record not written", "client", cl.ID, "error", err)
 	}
 }
@@ -255,6 +263,7 @@ func (b *Bridge) restore(cl *mqtt.Client, l *link, r *sessionRecord) {
 	l.dmu.Unlock()
 	l.epoch = r.Epoch + 1
 	l.stored.Store(true)
+	l.in.restore(r.Qos2)
 	t := b.table.Load()
 	n := 0
 	for _, rs := range r.Subs {
@@ -275,7 +284,7 @@ func (b *Bridge) restore(cl *mqtt.Client, l *link, r *sessionRecord) {
 		n++
 	}
 	b.Log.Info("session restored from the store", "client", cl.ID, "user", l.user, "subscriptions", n,
-		"epoch", l.epoch)
+		"epoch", l.epoch, "qos2_ids", len(r.Qos2))
 }
 
 // openStored is openSession with the store: a record found for an id this

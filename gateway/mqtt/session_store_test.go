@@ -15,7 +15,7 @@ import (
 )
 
 func TestSessionRecordRoundTripsWithoutThePassword(t *testing.T) {
-	r := &sessionRecord{User: "alice", Expiry: 300, Disconnected: 1700000000, Epoch: 3,
+	r := &sessionRecord{User: "alice", Expiry: 300, Disconnected: 1700000000, Epoch: 3, Qos2: []uint16{7, 65535},
 		Subs: []recordSub{{Filter: "q1", Qos: 1}, {Filter: "t/+", Qos: 2, NoLoc: true, RAP: true, RH: 1}}}
 	body := encodeRecord(r)
 	if strings.Contains(string(body), "password") {
@@ -25,7 +25,8 @@ func TestSessionRecordRoundTripsWithoutThePassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.User != "alice" || got.Expiry != 300 || got.Disconnected != 1700000000 || got.Epoch != 3 || len(got.Subs) != 2 {
+	if got.User != "alice" || got.Expiry != 300 || got.Disconnected != 1700000000 || got.Epoch != 3 || len(got.Subs) != 2 ||
+		!slices.Equal(got.Qos2, []uint16{7, 65535}) {
 		t.Fatalf("decoded %+v", got)
 	}
 	if s := got.Subs[1]; s.Filter != "t/+" || s.Qos != 2 || !s.NoLoc || !s.RAP || s.RH != 1 {

@@ -17,7 +17,8 @@ import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
 # env is test_mqtt_retained's fixture, used here by name
 from test_mqtt_retained import Gateway, env, gateway_config, on  # noqa: F401 pylint: disable=unused-import
-from test_mqtt_sessions import Session, cid, send_amqp
+from test_mqtt_gateway import Consumer
+from test_mqtt_sessions import PUBCOMP, PUBREC, Raw, Session, cid, send_amqp
 
 pytestmark = [pytest.mark.integration, pytest.mark.router]
 
@@ -186,3 +187,39 @@ def test_a_session_whose_gateway_was_killed_under_it_expires_from_the_last_heart
     assert short.connack == 0 and not short.present, "the session of a killed gateway never ended"
     kept.connect()
     assert kept.connack == 0 and kept.present
+
+
+def test_a_qos2_resend_after_a_kill_9_is_acknowledged_not_forwarded_again(env, gw):
+    """QoS 2 across a restart: a 3.1.1 client (clean session 0) has the
+    PUBREC of packet id 7 and no PUBCOMP when the gateway is killed; after
+    the restart it resends the PUBLISH with DUP, gets PUBREC, PUBRELs,
+    gets PUBCOMP: the AMQP consumer has one copy (the id was in the
+    session's record before the PUBREC). The id used again afterwards is a
+    new message."""
+    genv = on(env, gw)
+    client_id = cid("qos2-kill")
+    first, second = payloads("qos2-kill", 2)
+    consumer = Consumer(env, "q1")
+    try:
+        r = Raw(genv, client_id, user="alice", password="secret-a")
+        r.publish("q1", 7, first)
+        r.expect(PUBREC, 7)
+        restart(gw)  # SIGKILL before the PUBREL
+        r.drop()
+        r = Raw(genv, client_id, user="alice", password="secret-a")
+        assert r.present == 1
+        r.publish("q1", 7, first, dup=True)
+        r.expect(PUBREC, 7)
+        r.pubrel(7)
+        r.expect(PUBCOMP, 7)
+        r.publish("q1", 7, second)  # released: the id is free again
+        r.expect(PUBREC, 7)
+        r.pubrel(7)
+        r.expect(PUBCOMP, 7)
+        consumer.wait(2)
+        time.sleep(2)  # a second copy would have come by now
+        assert [bytes(m.body) for m in consumer.messages] == [first, second]
+        assert logged(gw, "session restored from the store", "client=" + client_id, "qos2_ids=1")
+        r.drop()  # its session has no subscription: nothing of q1 is held for it
+    finally:
+        consumer.stop()
