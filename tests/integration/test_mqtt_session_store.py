@@ -190,8 +190,8 @@ def test_a_session_whose_gateway_was_killed_under_it_expires_from_the_last_heart
 
 
 def test_a_qos2_resend_after_a_kill_9_is_acknowledged_not_forwarded_again(env, gw):
-    """QoS 2 across a restart: a 3.1.1 client (clean session 0) has the
-    PUBREC of packet id 7 and no PUBCOMP when the gateway is killed; after
+    """QoS 2 across a restart: a 3.1.1 client (clean session 0, its session
+    stored) has the PUBREC of packet id 7 and no PUBCOMP when the gateway is killed; after
     the restart it resends the PUBLISH with DUP, gets PUBREC, PUBRELs,
     gets PUBCOMP: the AMQP consumer has one copy (the id was in the
     session's record before the PUBREC). The id used again afterwards is a
@@ -199,9 +199,13 @@ def test_a_qos2_resend_after_a_kill_9_is_acknowledged_not_forwarded_again(env, g
     genv = on(env, gw)
     client_id = cid("qos2-kill")
     first, second = payloads("qos2-kill", 2)
+    s = Session(genv, client_id, version=3).connect()  # a stored session (a subscription) before the QoS 2
+    assert s.subscribe("t/a") == [1]
+    away(s, gw)
     consumer = Consumer(env, "q1")
     try:
         r = Raw(genv, client_id, user="alice", password="secret-a")
+        assert r.present == 1
         r.publish("q1", 7, first)
         r.expect(PUBREC, 7)
         restart(gw)  # SIGKILL before the PUBREL
