@@ -63,6 +63,7 @@ type link struct {
 	in         *qos2In       // QoS 2 packet ids not yet released (qos2.go)
 	epoch      uint64        // of its stored record (session_store.go)
 	stored     atomic.Bool   // a record of it was written or restored: its end removes it
+	wmu        sync.Mutex    // one write of its record at a time (session_store.go)
 	cs         *connState    // the session's latest connection (b.mu)
 	sc         *shared       // the user's shared router connection it is on (pool.go)
 	sess       *amqp.Session // sc's session
@@ -91,19 +92,22 @@ type Bridge struct {
 	conns    map[*mqtt.Client]*connState
 	sessions map[string]*link // client id -> its session's link (session.go)
 	users    map[string]int64
-	Store    *RetainStore // nil: retained messages are forwarded, not kept
-	Metrics  *Metrics     // nil: no metrics endpoint
-	reads    sync.Map     // readKey -> chan readResult: retained reads started at the ACL check
-	subacks  sync.Map     // subackKey -> chan struct{}: closed when that SUBACK was written
-	records  sync.Map     // client id -> struct{}: ids with a session record in the store (session_store.go)
-	delayed  delayedWills // MQTT 5 wills waiting for their delay (will.go)
-	Journal  *Journal     // nil: no state_dir, wills do not survive the process (journal.go)
-	pool     pool         // the users' shared router connections (pool.go)
+	Store    *RetainStore     // nil: retained messages are forwarded, not kept
+	Metrics  *Metrics         // nil: no metrics endpoint
+	reads    sync.Map         // readKey -> chan readResult: retained reads started at the ACL check
+	subacks  sync.Map         // subackKey -> chan struct{}: closed when that SUBACK was written
+	records  sync.Map         // client id -> struct{}: ids with a session record in the store (session_store.go)
+	instance string           // this process's id in its records and heartbeat (session_sweep.go)
+	noticed  map[string]int64 // client id -> when a sweep first saw its record without liveness (session_sweep.go)
+	delayed  delayedWills     // MQTT 5 wills waiting for their delay (will.go)
+	Journal  *Journal         // nil: no state_dir, wills do not survive the process (journal.go)
+	pool     pool             // the users' shared router connections (pool.go)
 }
 
 func NewBridge(c *Config, t *Table, tlsc *tls.Config, log *slog.Logger) *Bridge {
 	b := &Bridge{Config: c, TLS: tlsc, Log: log, Timeout: 10 * time.Second,
-		links: map[*mqtt.Client]*link{}, conns: map[*mqtt.Client]*connState{}, sessions: map[string]*link{}, users: map[string]int64{}}
+		links: map[*mqtt.Client]*link{}, conns: map[*mqtt.Client]*connState{}, sessions: map[string]*link{}, users: map[string]int64{},
+		instance: newInstanceID(), noticed: map[string]int64{}}
 	b.table.Store(t)
 	return b
 }
@@ -363,11 +367,15 @@ func ackType(qos byte) byte {
 	return packets.Puback
 }
 
-// pubrel: the client's PUBREL ends a QoS 2 publish: PUBCOMP.
+// pubrel: the client's PUBREL ends a QoS 2 publish: PUBCOMP, after the
+// session's record (when it persists) no longer names the id: the client
+// may use the id again once it has the PUBCOMP.
 func (b *Bridge) pubrel(cl *mqtt.Client, pk packets.Packet) packets.Packet {
 	code := packets.CodeSuccess.Code
 	if l := b.linkOf(cl); l == nil || !l.in.release(pk.PacketID) {
 		code = packets.ErrPacketIdentifierNotFound.Code
+	} else {
+		b.saveSession(cl, l, 0)
 	}
 	_ = cl.WritePacket(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pubcomp},
 		PacketID: pk.PacketID, ReasonCode: code})

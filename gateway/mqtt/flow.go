@@ -216,6 +216,11 @@ func (b *Bridge) ackLoop(cl *mqtt.Client, l *link, cs *connState) {
 		code, outcome := b.outcome(cs, p)
 		if p.qos == 2 && !p.dup {
 			l.in.settle(p.id, p.e, code == packets.CodeSuccess, code.Code)
+			if code == packets.CodeSuccess && !stopped && !cs.gone() {
+				// the id in the record before the PUBREC: a resend after a restart
+				// is answered, not forwarded (a gone client's: OnDisconnect writes)
+				b.saveSession(cl, l, 0)
+			}
 		}
 		if !p.dup {
 			b.Metrics.Publish(p.qos, outcome) // before the acknowledgement: a client that has it sees the count

@@ -6,10 +6,12 @@ package main
 // same id (a DUP resend after a reconnect) is not forwarded again: it gets
 // the first one's PUBREC once the router's outcome of the first is known.
 // At most `max` ids are remembered (receive_maximum): one more is a
-// "receive maximum exceeded".
+// "receive maximum exceeded". A persistent session's record carries the
+// accepted ids (session_store.go), so they outlive a restart.
 
 import (
 	"errors"
+	"slices"
 	"sync"
 )
 
@@ -73,6 +75,38 @@ func (q *qos2In) release(id uint16) bool {
 	_, ok := q.ids[id]
 	delete(q.ids, id)
 	return ok
+}
+
+// accepted: the ids the router accepted, not released yet (sorted).
+func (q *qos2In) accepted() []uint16 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []uint16
+	for id, e := range q.ids {
+		select {
+		case <-e.done:
+			if e.accepted {
+				out = append(out, id)
+			}
+		default:
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// restore: ids a stored record names (session_store.go), accepted before
+// a restart: a resend of one gets PUBREC success and is not forwarded.
+func (q *qos2In) restore(ids []uint16) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := q.ids[id]; !ok {
+			e := &inbound{done: make(chan struct{}), accepted: true}
+			close(e.done)
+			q.ids[id] = e
+		}
+	}
 }
 
 func (q *qos2In) len() int {

@@ -108,3 +108,34 @@ func TestSessionPersistsByMochisRule(t *testing.T) {
 		}
 	}
 }
+
+// The ids a record carries: accepted and not released only; restored, a
+// resend of one is answered as accepted and not forwarded, its PUBREL
+// releases it, and ids the record does not name are new.
+func TestQos2IdsOfTheRecord(t *testing.T) {
+	q := newQos2In(4)
+	for _, id := range []uint16{9, 3, 5} {
+		e, _, _ := q.begin(id)
+		q.settle(id, e, id != 5, 0x80) // 5 refused: forgotten
+	}
+	q.begin(11) // pending: no outcome yet
+	if got := q.accepted(); len(got) != 2 || got[0] != 3 || got[1] != 9 {
+		t.Fatalf("accepted %v, want [3 9]", got)
+	}
+	r := newQos2In(4)
+	r.restore(q.accepted())
+	e, fresh, err := r.begin(9)
+	if err != nil || fresh {
+		t.Fatalf("a resend of a restored id: fresh %v err %v", fresh, err)
+	}
+	<-e.done
+	if !e.accepted {
+		t.Fatal("a restored id is accepted")
+	}
+	if _, fresh, _ := r.begin(4); !fresh {
+		t.Fatal("an id the record does not name is new")
+	}
+	if !r.release(3) || len(r.accepted()) != 1 {
+		t.Fatalf("PUBREL of a restored id: %v", r.accepted())
+	}
+}

@@ -181,26 +181,37 @@ const (
 func (s *RetainStore) Match(filter string) ([]Retained, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
 	defer cancel()
-	all, err := s.readAllCtx(ctx)
+	all, err := s.readSelected(ctx, topicsSelector)
 	if err != nil {
 		return nil, err
 	}
 	return matching(all, filter), nil
 }
 
-// readAll: every message of the queue, in order (session_store.go).
-func (s *RetainStore) readAll() ([]Retained, error) {
+// topicsSelector lets the topics' values through, and recordsSelector the
+// gateway's own records ("$session/", "$instance/": session_store.go): a
+// subscription's read does not carry every session record along, and the
+// heartbeats, written all the time, do not keep it from going idle.
+const (
+	topicsSelector  = RetainKey + " NOT LIKE '$%'"
+	recordsSelector = RetainKey + " LIKE '$%'"
+)
+
+// readRecords: the gateway's records in the queue, in order (session_sweep.go).
+func (s *RetainStore) readRecords() ([]Retained, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
 	defer cancel()
-	return s.readAllCtx(ctx)
+	return s.readSelected(ctx, recordsSelector)
 }
 
-func (s *RetainStore) readAllCtx(ctx context.Context) ([]Retained, error) {
+// readSelected: the queue's messages the broker's selector (JMS syntax, on
+// the application properties; "": all) lets through, in order.
+func (s *RetainStore) readSelected(ctx context.Context, selector string) ([]Retained, error) {
 	sess, err := s.lockedSession(ctx)
 	if err != nil {
 		return nil, err
 	}
-	all, err := s.read(ctx, sess)
+	all, err := s.read(ctx, sess, selector)
 	if err != nil {
 		s.drop(sess)
 		return nil, err
@@ -208,8 +219,12 @@ func (s *RetainStore) readAllCtx(ctx context.Context) ([]Retained, error) {
 	return all, nil
 }
 
-func (s *RetainStore) read(ctx context.Context, sess *amqp.Session) ([]Retained, error) {
-	r, err := sess.NewReceiver(ctx, s.Address, &amqp.ReceiverOptions{Credit: readCredit})
+func (s *RetainStore) read(ctx context.Context, sess *amqp.Session, selector string) ([]Retained, error) {
+	opts := &amqp.ReceiverOptions{Credit: readCredit}
+	if selector != "" {
+		opts.Filters = []amqp.LinkFilter{amqp.NewSelectorFilter(selector)}
+	}
+	r, err := sess.NewReceiver(ctx, s.Address, opts)
 	if err != nil {
 		return nil, fmt.Errorf("retained store: receiver on %s: %v", s.Address, err)
 	}

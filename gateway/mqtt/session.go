@@ -52,6 +52,16 @@ func newConnState(n int) *connState {
 		waits: ctx, stopWait: cancel}
 }
 
+// gone: the client's connection has ended (OnDisconnect).
+func (cs *connState) gone() bool {
+	select {
+	case <-cs.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // expires: mochi's rule, the session ends with the connection.
 func expires(cl *mqtt.Client) bool {
 	return (cl.Properties.ProtocolVersion == 5 && cl.Properties.Props.SessionExpiryInterval == 0) ||

@@ -7,14 +7,19 @@
 // starting with "$", and retained reads skip such keys). Written at
 // SUBSCRIBE, UNSUBSCRIBE and DISCONNECT of a persistent session; an ended
 // session (clean start, expiry, DISCONNECT with expiry 0) writes a
-// tombstone (empty body). Read at CONNECT with clean start 0 when the id has
-// no session in this instance's memory (a restarted gateway): the record's
+// tombstone (empty body); a record whose gateway died under its connected
+// client ends from that gateway's last heartbeat, and sweeps remove expired
+// records (session_sweep.go). Read at CONNECT with clean start 0 when the id
+// has no session in this instance's memory (a restarted gateway), keyed (a
+// selector on the key: the broker sends only that record and the
+// gateways' heartbeats, not the whole queue): the record's
 // subscriptions are installed in mochi and attached on the router with the
 // client's own credentials before the CONNACK (session present 1). The
 // password is never in a record.
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -39,6 +44,15 @@ type sessionRecord struct {
 	Disconnected int64       `json:"disconnected"` // unix seconds; 0: connected when written
 	Epoch        uint64      `json:"epoch"`        // incremented at each resume from the record
 	Subs         []recordSub `json:"subs"`
+	// Seen: unix seconds of the write; Owner: the writing gateway process
+	// (its heartbeat key, session_sweep.go). Absent in records of earlier
+	// gateways (read as 0 and ""); the version stays 1 (they read these).
+	Seen  int64  `json:"seen,omitempty"`
+	Owner string `json:"owner,omitempty"`
+	// Qos2: the client's QoS 2 packet ids the router accepted and the
+	// client has not released (PUBREL) yet; a resend of one after a restart
+	// is acknowledged again, not forwarded again (qos2.go).
+	Qos2 []uint16 `json:"qos2,omitempty"`
 }
 
 type recordSub struct {
@@ -70,11 +84,35 @@ func decodeRecord(body []byte) (*sessionRecord, error) {
 	return &r, nil
 }
 
+// deadline: the unix second after which the record's session has ended,
+// 0 when not known. Disconnected: its disconnect time plus the expiry.
+// Written while connected: the client was last known connected when its
+// owner was last known alive, the later of the record's write (Seen) and
+// the owner's heartbeat in hb (instance id -> unix seconds); the owner may
+// have lived up to livenessGrace after that. A record with neither (an
+// earlier gateway's) counts from noticed (the time a sweep first saw it;
+// 0: not known, never ends).
+func (r *sessionRecord) deadline(hb map[string]int64, noticed int64) int64 {
+	if r.Disconnected > 0 {
+		return r.Disconnected + int64(r.Expiry)
+	}
+	last := r.Seen
+	if h := hb[r.Owner]; r.Owner != "" && h > last {
+		last = h
+	}
+	if last == 0 {
+		last = noticed
+	}
+	if last == 0 {
+		return 0
+	}
+	return last + int64(livenessGrace/time.Second) + int64(r.Expiry)
+}
+
 // expired: the record's session ended by its expiry at now (unix seconds).
-// A record written while connected (the gateway died under it) has no
-// disconnect time: it is taken as not expired.
-func (r *sessionRecord) expired(now int64) bool {
-	return r.Disconnected > 0 && r.Disconnected+int64(r.Expiry) < now
+func (r *sessionRecord) expired(now int64, hb map[string]int64, noticed int64) bool {
+	d := r.deadline(hb, noticed)
+	return d > 0 && d < now
 }
 
 // PutSession writes the client id's record (nil: a tombstone) and returns
@@ -84,35 +122,50 @@ func (s *RetainStore) PutSession(id string, r *sessionRecord) error {
 	if r != nil {
 		body = encodeRecord(r)
 	}
+	return s.putKey(sessionKeyPrefix+id, body)
+}
+
+// putKey writes body (empty: a tombstone) as key's last value, durable,
+// and returns once the broker accepted it.
+func (s *RetainStore) putKey(key string, body []byte) error {
 	m := amqp.NewMessage(body)
 	m.Header = &amqp.MessageHeader{Durable: true}
-	m.ApplicationProperties = map[string]any{RetainKey: sessionKeyPrefix + id}
+	m.ApplicationProperties = map[string]any{RetainKey: key}
 	return s.send(m)
 }
 
-// Session reads the client id's record: nil when there is none (or a
-// tombstone).
-func (s *RetainStore) Session(id string) (*sessionRecord, error) {
-	all, err := s.readAll()
+// sessionSelector: the broker's selector of the client id's record and of
+// the gateways' heartbeats (a string literal's quote doubled).
+func sessionSelector(id string) string {
+	key := strings.ReplaceAll(sessionKeyPrefix+id, "'", "''")
+	return fmt.Sprintf("%s = '%s' OR %s LIKE '%s%%'", RetainKey, key, RetainKey, instanceKeyPrefix)
+}
+
+// Session reads the client id's record (nil when there is none, or a
+// tombstone) and the gateways' heartbeats: the broker selects them (a
+// selector on the key), the other records and retained messages stay in
+// the broker.
+func (s *RetainStore) Session(id string) (*sessionRecord, map[string]int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
+	defer cancel()
+	msgs, err := s.readSelected(ctx, sessionSelector(id))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var body []byte
-	found := false
-	for _, m := range all {
+	for _, m := range msgs {
 		if m.Topic == sessionKeyPrefix+id {
-			body, found = m.Payload, true // the last one wins
+			body = m.Payload // the last one wins
 		}
 	}
-	if !found {
-		return nil, nil
-	}
-	return decodeRecord(body)
+	r, err := decodeRecord(body)
+	return r, heartbeats(msgs), err
 }
 
 // recordOf: the record of cl's session as mochi holds it now.
-func (b *Bridge) recordOf(cl *mqtt.Client, user string, epoch uint64, disconnected int64) *sessionRecord {
-	r := &sessionRecord{User: user, Expiry: b.expiryOf(cl), Disconnected: disconnected, Epoch: epoch}
+func (b *Bridge) recordOf(cl *mqtt.Client, l *link, disconnected int64) *sessionRecord {
+	r := &sessionRecord{User: l.user, Expiry: b.expiryOf(cl), Disconnected: disconnected, Epoch: l.epoch,
+		Seen: time.Now().Unix(), Owner: b.instance, Qos2: l.in.accepted()}
 	for _, s := range cl.State.Subscriptions.GetAll() {
 		r.Subs = append(r.Subs, recordSub{Filter: s.Filter, Qos: s.Qos, NoLoc: s.NoLocal, RAP: s.RetainAsPublished,
 			RH: s.RetainHandling})
@@ -129,14 +182,18 @@ func (b *Bridge) expiryOf(cl *mqtt.Client) uint32 {
 }
 
 // saveSession writes cl's record when its session persists; a failure is
-// logged (the session lives on in this instance).
+// logged (the session lives on in this instance). A session's writes are
+// made one at a time, each of the state when it is made (l.wmu): the last
+// one in the queue is the latest state.
 func (b *Bridge) saveSession(cl *mqtt.Client, l *link, disconnected int64) {
 	if b.Store == nil || expires(cl) {
 		return
 	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	l.stored.Store(true) // before the write: a failed one may have reached the broker
 	b.records.Store(cl.ID, struct{}{})
-	if err := b.Store.PutSession(cl.ID, b.recordOf(cl, l.user, l.epoch, disconnected)); err != nil {
+	if err := b.Store.PutSession(cl.ID, b.recordOf(cl, l, disconnected)); err != nil {
 		b.Log.Info("session record not written", "client", cl.ID, "error", err)
 	}
 }
@@ -163,51 +220,6 @@ func (b *Bridge) dropSession(id string) {
 	b.records.Delete(id)
 }
 
-// loadRecordIndex reads which client ids have a live record, once at
-// start before the listeners (about 300 ms: the read's idle window); when
-// the store does not answer, again every 5 s in the background. A clean
-// start of such an id removes its record. Not in the index: records
-// another instance writes later, and while the store did not answer
-// (docs/mqtt-design.md "Sessions that survive a gateway restart").
-func (b *Bridge) loadRecordIndex() {
-	if b.Store == nil || b.indexRecords() {
-		return
-	}
-	go func() {
-		for !b.indexRecords() {
-			time.Sleep(5 * time.Second)
-		}
-	}()
-}
-
-func (b *Bridge) indexRecords() bool {
-	all, err := b.Store.readAll()
-	if err != nil {
-		b.Log.Info("session records not read: tried again in 5 s", "error", err)
-		return false
-	}
-	n := 0
-	for id, live := range recordIDs(all) {
-		if live {
-			b.records.Store(id, struct{}{})
-			n++
-		}
-	}
-	b.Log.Info("session records read", "records", n)
-	return true
-}
-
-// recordIDs: client id -> whether its last record is live (not a tombstone).
-func recordIDs(all []Retained) map[string]bool {
-	out := map[string]bool{}
-	for _, m := range all {
-		if strings.HasPrefix(m.Topic, sessionKeyPrefix) {
-			out[strings.TrimPrefix(m.Topic, sessionKeyPrefix)] = len(m.Payload) > 0
-		}
-	}
-	return out
-}
-
 // storedSession: at a CONNECT with clean start 0 whose id has no session in
 // this instance, the record in the store (nil: none, expired, or no store).
 // errOtherUser when it is another user's.
@@ -221,7 +233,7 @@ func (b *Bridge) storedSession(cl *mqtt.Client, clean bool, user string) (*sessi
 	if known {
 		return nil, nil
 	}
-	r, err := b.Store.Session(cl.ID)
+	r, hb, err := b.Store.Session(cl.ID)
 	if err != nil {
 		b.Log.Info("session record not read: a new session", "client", cl.ID, "error", err)
 		return nil, nil
@@ -232,7 +244,7 @@ func (b *Bridge) storedSession(cl *mqtt.Client, clean bool, user string) (*sessi
 	if r.User != user {
 		return nil, errOtherUser
 	}
-	if r.expired(time.Now().Unix()) {
+	if now := time.Now().Unix(); r.expired(now, hb, now) {
 		b.Log.Info("session record expired: a new session", "client", cl.ID)
 		b.dropSession(cl.ID)
 		return nil, nil
@@ -251,6 +263,7 @@ func (b *Bridge) restore(cl *mqtt.Client, l *link, r *sessionRecord) {
 	l.dmu.Unlock()
 	l.epoch = r.Epoch + 1
 	l.stored.Store(true)
+	l.in.restore(r.Qos2)
 	t := b.table.Load()
 	n := 0
 	for _, rs := range r.Subs {
@@ -271,7 +284,7 @@ func (b *Bridge) restore(cl *mqtt.Client, l *link, r *sessionRecord) {
 		n++
 	}
 	b.Log.Info("session restored from the store", "client", cl.ID, "user", l.user, "subscriptions", n,
-		"epoch", l.epoch)
+		"epoch", l.epoch, "qos2_ids", len(r.Qos2))
 }
 
 // openStored is openSession with the store: a record found for an id this

@@ -17,7 +17,8 @@ import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
 # env is test_mqtt_retained's fixture, used here by name
 from test_mqtt_retained import Gateway, env, gateway_config, on  # noqa: F401 pylint: disable=unused-import
-from test_mqtt_sessions import Session, cid, send_amqp
+from test_mqtt_gateway import Consumer
+from test_mqtt_sessions import PUBCOMP, PUBREC, Raw, Session, cid, send_amqp
 
 pytestmark = [pytest.mark.integration, pytest.mark.router]
 
@@ -166,3 +167,63 @@ def test_a_session_connected_while_the_gateway_stops_is_restored_at_pahos_reconn
     assert tmg.wait_for(lambda: s.present, 20), "paho did not reconnect to a resumed session (%s)" % s.connack
     assert tmg.wait_for(lambda: len(got(s, bodies)) == 3, 15), s.messages
     assert sorted(got(s, bodies)) == sorted(bodies)
+
+
+def test_a_session_whose_gateway_was_killed_under_it_expires_from_the_last_heartbeat(env, gw):
+    """SIGKILL under connected clients that do not come back: their records
+    have no disconnect time. A record ends its expiry after the later of its
+    write and its gateway's last heartbeat, plus 10 s (session_sweep.go): the
+    restarted gateway's first sweep removes the one of expiry 1 s; the one
+    of 300 s is restored."""
+    genv = on(env, gw)
+    short = Session(genv, cid("killed-short"), expiry=1).connect()
+    kept = Session(genv, cid("killed-kept")).connect()
+    for s in (short, kept):
+        assert s.subscribe("q1") == [1] and not s.present
+        s.c.loop_stop()  # gone for good: paho does not reconnect by itself
+    restart(gw, pause=13.0)  # > 1 s + 10 s after the last write or heartbeat (whole seconds)
+    assert logged(gw, "session record expired: removed", "client=" + short.client_id)
+    short.connect()
+    assert short.connack == 0 and not short.present, "the session of a killed gateway never ended"
+    kept.connect()
+    assert kept.connack == 0 and kept.present
+
+
+def test_a_qos2_resend_after_a_kill_9_is_acknowledged_not_forwarded_again(env, gw):
+    """QoS 2 across a restart: a 3.1.1 client (clean session 0, its session
+    stored) has the PUBREC of packet id 7 and no PUBCOMP when the gateway is killed; after
+    the restart it resends the PUBLISH with DUP, gets PUBREC, PUBRELs,
+    gets PUBCOMP: the AMQP consumer has one copy (the id was in the
+    session's record before the PUBREC). The id used again afterwards is a
+    new message."""
+    genv = on(env, gw)
+    client_id = cid("qos2-kill")
+    first, second = payloads("qos2-kill", 2)
+    s = Session(genv, client_id, version=3).connect()  # a stored session (a subscription) before the QoS 2
+    assert s.subscribe("t/a") == [1]
+    away(s, gw)
+    consumer = Consumer(env, "q1")
+    try:
+        r = Raw(genv, client_id, user="alice", password="secret-a")
+        assert r.present == 1
+        r.publish("q1", 7, first)
+        r.expect(PUBREC, 7)
+        restart(gw)  # SIGKILL before the PUBREL
+        r.drop()
+        r = Raw(genv, client_id, user="alice", password="secret-a")
+        assert r.present == 1
+        r.publish("q1", 7, first, dup=True)
+        r.expect(PUBREC, 7)
+        r.pubrel(7)
+        r.expect(PUBCOMP, 7)
+        r.publish("q1", 7, second)  # released: the id is free again
+        r.expect(PUBREC, 7)
+        r.pubrel(7)
+        r.expect(PUBCOMP, 7)
+        consumer.wait(2)
+        time.sleep(2)  # a second copy would have come by now
+        assert [bytes(m.body) for m in consumer.messages] == [first, second]
+        assert logged(gw, "session restored from the store", "client=" + client_id, "qos2_ids=1")
+        r.drop()  # its session has no subscription: nothing of q1 is held for it
+    finally:
+        consumer.stop()
