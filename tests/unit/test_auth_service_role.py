@@ -194,3 +194,33 @@ def test_config_json_selects_the_keycloak_backend_and_the_service_accepts_it(tmp
     config = server.load_config(str(tmp_path / "etc" / "config.json"))
     assert (config["backend"], config["keycloak_url"], config["keycloak_client_id"], config["cache_ttl"],
             config["keycloak_timeout"]) == ("keycloak", "https://keycloak.example:8443", "enmasse-messaging", 20, 5)
+
+
+MGMT = {"url": "amqps://127.0.0.1:55670", "ca_dir": "/ctl/credentials/router-management-routers",
+        "ca_common_name": "enmasse.messaging router management CA",
+        "tls": {"cert_file": "/etc/qpid-dispatch/tls/management-client.pem",
+                "key_file": "/etc/qpid-dispatch/tls/management-client.key",
+                "ca_file": "/etc/qpid-dispatch/tls/management-ca.pem"}}
+PROBE = "enmasse.messaging.auth_service : Check the mesh probe can reach the local router's management listener"
+
+
+@pytest.mark.parametrize("extra, refused", [
+    # the router role's fact on this host: the probe gets a certificate of its CA by default
+    ({"router_management": MGMT}, False),
+    # the operator emptied the CA directory: the probe would connect without TLS to a listener that requires it
+    ({"router_management": MGMT, "auth_service_mesh_management_ca_dir": ""}, True),
+    # a router whose management is plain (another deployment's): no certificate needed
+    ({"router_management": dict(MGMT, tls={}), "auth_service_mesh_management_ca_dir": ""}, False),
+    # no probe: nothing to reach
+    ({"router_management": MGMT, "auth_service_mesh_management_ca_dir": "", "auth_service_mesh_expected_routers": 0},
+     False),
+])
+def test_prereqs_refuse_a_mesh_probe_without_the_management_certificate(tmp_path, extra, refused):
+    v = dict({"auth_service_metrics_enabled": True, "auth_service_mesh_expected_routers": 3}, **extra)
+    out, results = play(tmp_path, "prereqs.yml", v)
+    names = [name for name, unused in failed(results)]
+    if refused:
+        assert names and names[0].startswith(PROBE), names
+        assert "auth_service_mesh_management_ca_dir" in failed(results)[0][1]["msg"]
+    else:  # every check passed up to the systemd one, the next (the test host has no systemd)
+        assert names == ["enmasse.messaging.auth_service : Check the host runs systemd"], names
