@@ -181,7 +181,7 @@ fi
 # at nice 15 (cold: the kube-apiserver build takes 5-10 minutes, the images
 # a few): the Molecule images (tests/molecule, near the end) and the
 # kubernetes binaries (tests/integration/kubernetes, which tests/conftest.py
-# runs last). Each script holds a lock while it builds; a test that needs the
+# runs after the rest of tests/integration). Each script holds a lock while it builds; a test that needs the
 # result runs the same script and waits for it. Cached, each returns at once.
 log "in the background (nice 15): the Molecule images, kube-apiserver v1.33.13 (cached after the first run)"
 prebuild_log=$(mktemp)
