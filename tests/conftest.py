@@ -36,7 +36,8 @@ os.environ["ANSIBLE_COLLECTIONS_PATH"] = os.pathsep.join(
 
 def pytest_collection_modifyitems(session, config, items):
     """tests/integration/kubernetes runs after the rest of tests/integration
-    (before tests/molecule): on a fresh machine scripts/test.sh builds its
+    (before tests/molecule when one pytest runs both; the whole suite of
+    scripts/test.sh runs tests/molecule in a pytest of its own): on a fresh machine scripts/test.sh builds its
     kube-apiserver in the background meanwhile (the tests wait for that
     build when it is not done)."""
     k8s_dir = os.path.join(REPO, "tests", "integration", "kubernetes") + os.sep

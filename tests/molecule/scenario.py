@@ -38,7 +38,7 @@ def unusable(*archives):
     return None
 
 
-def run(name, timeout_minutes=40):
+def run(name, timeout_minutes=50):
     """``molecule test -s <name>``; returns (returncode, log text, seconds, log path).
     The log is tests/output/molecule-<name>.log; its tail goes to stderr when
     the scenario fails."""
