@@ -205,11 +205,19 @@ def send_refusal(conn, address):
 def amqp_send(env, address, body, retain=None, user="alice", password="secret-a"):
     """An AMQP client of the space sends one durable message (``retain``: the
     x-opt-mqtt-retain annotation, None: without it) and waits for its settlement."""
-    from proton import Message, symbol
+    from proton import Endpoint, Message, symbol
     annotations = {} if retain is None else {symbol(mapping.ANNOTATION_RETAIN): retain}
     conn = asr.connect(env, SPACE, user, password)
     try:
-        conn.create_sender(address).send(Message(body=body, durable=True, annotations=annotations), timeout=10)
+        # not BlockingConnection.create_sender: through a link route (a topic address) qdrouterd
+        # echoes the space's internal address, which proton's check refuses
+        link = conn.container.create_sender(conn.conn, address)
+        conn.wait(lambda: not (link.state & Endpoint.REMOTE_UNINIT), msg="attach %s" % address, timeout=10)
+        conn.wait(lambda: link.credit > 0, msg="credit on %s" % address, timeout=10)
+        delivery = link.send(Message(body=body, durable=True, annotations=annotations))
+        conn.wait(lambda: delivery.remote_state, msg="the outcome on %s" % address, timeout=10)
+        assert delivery.remote_state == delivery.ACCEPTED, (address, delivery.remote_state)
+        delivery.settle()
     finally:
         conn.close()
 

@@ -284,6 +284,22 @@ def test_a_retained_message_needs_recv_on_the_topic(env):
     assert seen == ["t/a"]
 
 
+def test_a_wildcard_subscription_the_router_partly_refuses_keeps_the_users_connection(env):
+    """carol may receive from t/a only: t/+ attaches a receiver per topic address at once on her
+    user's shared router connection and the router refuses all but one (attach, then detach). With
+    go-amqp 1.7.0 as released, a refused link's handle was freed before its answering detach went
+    out, a receiver attached meanwhile took it, and the router ended the whole connection ("no such
+    handle"): no SUBACK, and the other clients of that connection dropped too. The gateway is built
+    with the fix (gateway/mqtt/patches/README.md): 25 rounds, every SUBACK grants t/+, and a client
+    of carol that shares the connection stays connected throughout."""
+    bystander = client(env, user="carol", password="carol-pw")
+    for i in range(25):
+        c = client(env, user="carol", password="carol-pw")
+        assert c.subscribe("t/+")[0] == 1, "round %d" % i
+        c.close()
+    assert bystander.connected
+
+
 def test_the_service_password_is_in_no_log(env):
     for gw in env["gateways"]:
         text = open(gw.log).read()
