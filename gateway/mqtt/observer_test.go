@@ -22,7 +22,7 @@ func TestOnlyTheMarkedMessagesOfAMQPClientsAreStored(t *testing.T) {
 		"marked": {marked, true}, "no annotation": {plain, false}, "false": {falseFlag, false},
 		"not a boolean": {notBool, false},
 		// what a gateway sent after storing it itself
-		"stored by a gateway": {newMessage("t/a", []byte("v"), 1, true), false},
+		"stored by a gateway":      {newMessage("t/a", []byte("v"), 1, true), false},
 		"a gateway's live message": {newMessage("t/a", []byte("v"), 1, false), false},
 	} {
 		if got := fromAMQPRetained(c.m); got != c.want {
