@@ -32,6 +32,9 @@ const (
 	annotationRetain = "x-opt-mqtt-retain"
 	// a will's MQTT 5 will delay in seconds (mapping.py ANNOTATION_WILL_DELAY)
 	annotationWillDelay = "x-opt-mqtt-will-delay"
+	// on a retained message the gateway stored before it sent it (mapping.py
+	// ANNOTATION_STORED): the gateways' observers do not store it again
+	annotationStored = "x-opt-mqtt-stored"
 )
 
 // pending is one QoS 1 / 2 publish waiting for the router's disposition

@@ -265,6 +265,7 @@ func (b *Bridge) fireJournaled(w *will, from int32) {
 	if w.pk.FixedHeader.Retain {
 		if err := b.Store.Put(w.pk.TopicName, w.pk.Payload, w.pk.FixedHeader.Qos); err != nil {
 			b.Log.Info("journaled will not stored as retained; sent all the same", "client", w.client, "error", err)
+			w.notStored = true
 		} else {
 			b.Metrics.Retained()
 		}

@@ -129,6 +129,8 @@ func main() {
 	b.recoverWills()
 	// which client ids have a session record (session_store.go)
 	b.loadRecordIndex()
+	// the retained messages of AMQP clients (observer.go)
+	b.observeRetained()
 	// the listeners hand mochi tailConns (disconnect.go); otherwise mochi's TCP listener
 	if c.ListenTLS != "" {
 		ln, err := net.Listen("tcp", c.ListenTLS)

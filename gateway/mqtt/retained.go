@@ -66,7 +66,18 @@ func (s *RetainStore) session(ctx context.Context) (*amqp.Session, error) {
 	if s.sess != nil {
 		return s.sess, nil
 	}
-	opts := &amqp.ConnOptions{SASLType: amqp.SASLTypePlain(s.User, s.Password), ContainerID: "mqtt-gateway-retained",
+	conn, sess, err := s.dial(ctx, "mqtt-gateway-retained")
+	if err != nil {
+		return nil, err
+	}
+	s.conn, s.sess = conn, sess
+	return sess, nil
+}
+
+// dial: a connection with one session to the first service router that
+// answers (the store's, and the observer's own, observer.go).
+func (s *RetainStore) dial(ctx context.Context, container string) (*amqp.Conn, *amqp.Session, error) {
+	opts := &amqp.ConnOptions{SASLType: amqp.SASLTypePlain(s.User, s.Password), ContainerID: container,
 		TLSConfig: s.TLS}
 	scheme := "amqp://"
 	if s.TLS != nil {
@@ -85,10 +96,9 @@ func (s *RetainStore) session(ctx context.Context) (*amqp.Session, error) {
 			last = err
 			continue
 		}
-		s.conn, s.sess = conn, sess
-		return sess, nil
+		return conn, sess, nil
 	}
-	return nil, fmt.Errorf("retained store: no service router reachable: %v", last)
+	return nil, nil, fmt.Errorf("retained store: no service router reachable: %v", last)
 }
 
 func (s *RetainStore) reset() {

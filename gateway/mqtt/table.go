@@ -19,7 +19,10 @@ type Table struct {
 	Space            string            `json:"space"`
 	Addresses        map[string]string `json:"addresses"`
 	ReservedPrefixes []string          `json:"reserved_prefixes"`
-	sorted           []string
+	// the addresses whose AMQP messages marked retained the gateway stores
+	// (mapping.py retain_from_amqp_addresses: multicast and topic; observer.go)
+	RetainFromAMQP []string `json:"retain_from_amqp"`
+	sorted         []string
 }
 
 // LoadTable reads the table file; space must be the configured space.

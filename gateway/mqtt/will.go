@@ -50,6 +50,9 @@ type will struct {
 	// the will journal (journal.go): when it was registered, its file ("": none)
 	registered time.Time
 	journal    string
+	// a retained will the store refused: sent without x-opt-mqtt-stored, so
+	// the gateways' observers store it (observer.go)
+	notStored bool
 }
 
 var errNotAddress = errors.New("not an address of the space")
@@ -101,7 +104,10 @@ func newMessage(address string, payload []byte, qos byte, retain bool) *amqp.Mes
 	msg.Properties = &amqp.MessageProperties{To: &address}
 	msg.Annotations = amqp.Annotations{annotationQos: int32(qos)}
 	if retain {
+		// stored first (retain, journal.go) when the gateway has a store;
+		// without one it has no observer either (observer.go)
 		msg.Annotations[annotationRetain] = true
+		msg.Annotations[annotationStored] = true
 	}
 	return msg
 }
@@ -247,6 +253,7 @@ func (b *Bridge) fireWill(cl *mqtt.Client, l *link, w *will, from int32) {
 	if w.pk.FixedHeader.Retain {
 		if err := b.retain(cl, w.pk); err != nil {
 			b.Log.Info("will not stored as retained; sent all the same", "client", w.client, "error", err)
+			w.notStored = true
 		}
 	}
 	var err error
@@ -310,6 +317,9 @@ func willMessage(w *will) *amqp.Message {
 	msg := newMessage(w.address, w.pk.Payload, w.pk.FixedHeader.Qos, w.pk.FixedHeader.Retain)
 	if w.delay > 0 {
 		msg.Annotations[annotationWillDelay] = int64(w.delay / time.Second)
+	}
+	if w.notStored {
+		delete(msg.Annotations, annotationStored)
 	}
 	return msg
 }

@@ -2,7 +2,9 @@
 with: the spaces' names and addresses, the modules' arguments, the service
 realm's users file as the auth_service role writes it, a gateway instance
 configured from the space's ``mqtt_service`` status as the mqtt_gateway
-role does, and the retained queue's state on a broker (JMX)."""
+role does, the retained queue's state on a broker (JMX), and the clients
+the tests use (paho through a gateway, python-qpid-proton through the
+routers)."""
 import json
 import os
 import subprocess
@@ -13,12 +15,13 @@ from helpers import run_module
 
 from ansible_collections.enmasse.messaging.plugins.filter.auth_service import auth_service_mqtt_users_file
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
+from ansible_collections.enmasse.messaging.plugins.module_utils.mqtt import mapping
 
 SPACE, OTHER = "space-a", "space-b"
 RETAINED = "$mqtt/space-a/retained"
 ADDRESSES = {"q1": "queue", "t/a": "topic", "t/b": "topic", "t/c": "topic", "t/d": "topic", "t/e": "topic",
-             "t/f": "topic", "t/g": "topic"}
-PLANS = {"queue": "standard-small-queue", "topic": "standard-small-topic"}
+             "t/f": "topic", "t/g": "topic", "t/h": "topic", "m/a": "multicast"}
+PLANS = {"queue": "standard-small-queue", "topic": "standard-small-topic", "multicast": "standard-small-multicast"}
 
 
 def common(std, space):
@@ -118,3 +121,114 @@ def queue_state(env, broker, queue=RETAINED):
 def broker_op(broker, op, *args):
     from helpers import broker_mbean
     return broker.jolokia().execute(broker_mbean(broker.name), op, *args)
+
+
+def on(env, gw):
+    return dict(env, port=gw.port)
+
+
+def client(env, gw=0, user="alice", password="secret-a", version=5):
+    c = tmg.Mqtt(on(env, env["gateways"][gw]), user, password, version=version)
+    assert c.connack == 0, c.connack
+    return c
+
+
+def retain(env, topic, payload, gw=0, version=5):
+    c = client(env, gw, version=version)
+    mid = c.c.publish(topic, payload, qos=1, retain=True).mid
+    rc = c.puback(mid)
+    assert rc is not None and getattr(rc, "value", rc) == 0, rc
+    c.close()
+
+
+def retain_many(env, values, gw=0):
+    """Retained publishes of [(topic, payload)] in order over one connection, each PUBACKed (stored)."""
+    c = client(env, gw)
+    for topic, payload in values:
+        rc = c.puback(c.c.publish(topic, payload, qos=1, retain=True).mid)
+        assert rc is not None and getattr(rc, "value", rc) == 0, (topic, rc)
+    c.close()
+
+
+def received(c, n=1, timeout=10):
+    tmg.wait_for(lambda: len(c.messages) >= n, timeout)
+    return c.messages
+
+
+def subscribe_and_get(env, topic_filter, gw=0, version=5, timeout=10):
+    """A new subscriber's retained messages: [(topic, payload, retain flag)]."""
+    c = client(env, gw, version=version)
+    seen = []
+    c.c.on_message = lambda cl, u, m: seen.append((m.topic, m.payload, m.retain))
+    assert c.subscribe(topic_filter)[0] in (0, 1)
+    tmg.wait_for(lambda: seen, timeout)
+    tmg.wait_for(lambda: False, 0.5)  # anything more that would come
+    c.close()
+    return seen
+
+
+def cannot_receive(conn, address):
+    """The attach is refused, or nothing comes (no message reaches the client)."""
+    from proton import Timeout
+    from proton.utils import LinkDetached
+    try:
+        msg = conn.create_receiver(address, credit=10).receive(timeout=3)
+    except (Timeout, LinkDetached):
+        return True
+    return msg is None
+
+
+def receive_refusal(conn, address):
+    """Why the router refused a receiver on ``address`` ("": attached)."""
+    from proton.utils import LinkDetached
+    try:
+        conn.create_receiver(address, credit=1)
+    except LinkDetached as e:
+        return "%s %s" % (type(e).__name__, e)
+    return ""
+
+
+def send_refusal(conn, address):
+    """Why the router refused a sender to ``address`` or its message ("": sent and accepted;
+    "timeout": no credit, which is not a refusal by the policy)."""
+    from proton import Message, Timeout
+    from proton.utils import LinkDetached, SendException
+    try:
+        conn.create_sender(address).send(Message(body="x"), timeout=3)
+    except Timeout:
+        return "timeout"
+    except (LinkDetached, SendException) as e:
+        return "%s %s" % (type(e).__name__, e)
+    return ""
+
+
+def amqp_send(env, address, body, retain=None, user="alice", password="secret-a"):
+    """An AMQP client of the space sends one durable message (``retain``: the
+    x-opt-mqtt-retain annotation, None: without it) and waits for its settlement."""
+    from proton import Endpoint, Message, symbol
+    annotations = {} if retain is None else {symbol(mapping.ANNOTATION_RETAIN): retain}
+    conn = asr.connect(env, SPACE, user, password)
+    try:
+        # not BlockingConnection.create_sender: through a link route (a topic address) qdrouterd
+        # echoes the space's internal address, which proton's check refuses
+        link = conn.container.create_sender(conn.conn, address)
+        conn.wait(lambda: not (link.state & Endpoint.REMOTE_UNINIT), msg="attach %s" % address, timeout=10)
+        conn.wait(lambda: link.credit > 0, msg="credit on %s" % address, timeout=10)
+        delivery = link.send(Message(body=body, durable=True, annotations=annotations))
+        conn.wait(lambda: delivery.remote_state, msg="the outcome on %s" % address, timeout=10)
+        assert delivery.remote_state == delivery.ACCEPTED, (address, delivery.remote_state)
+        delivery.settle()
+    finally:
+        conn.close()
+
+
+def retained_soon(env, topic, want, timeout=15):
+    """A new subscriber (on the second gateway) gets ``want`` (a list of
+    (topic, payload, retain flag)) within ``timeout`` seconds; the last answer."""
+    got = []
+
+    def once():
+        got[:] = subscribe_and_get(env, topic, gw=1, timeout=2)
+        return got == want
+    tmg.wait_for(once, timeout)
+    return got

@@ -21,9 +21,10 @@ import pytest
 import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
 from helpers import run_module
-from mqtt_retained_env import (ADDRESSES, OTHER, PLANS, RETAINED, SPACE, Gateway, broker_op, common,
-                               gateway_config, make_space, queue_state, space_ports, write_service_realm,
-                               write_users)
+from mqtt_retained_env import (ADDRESSES, OTHER, PLANS, RETAINED, SPACE, Gateway, amqp_send,  # noqa: F401
+                               broker_op, cannot_receive, client, common, gateway_config, make_space, on,
+                               queue_state, receive_refusal, retain, retain_many, retained_soon, send_refusal,
+                               space_ports, subscribe_and_get, write_service_realm, write_users)
 from standard_env import StandardEnv, build_router
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.mqtt import mapping
@@ -84,50 +85,6 @@ def close_clients():
         tmg.OPEN.pop().close()
 
 
-def on(env, gw):
-    return dict(env, port=gw.port)
-
-
-def client(env, gw=0, user="alice", password="secret-a", version=5):
-    c = tmg.Mqtt(on(env, env["gateways"][gw]), user, password, version=version)
-    assert c.connack == 0, c.connack
-    return c
-
-
-def retain(env, topic, payload, gw=0, version=5):
-    c = client(env, gw, version=version)
-    mid = c.c.publish(topic, payload, qos=1, retain=True).mid
-    rc = c.puback(mid)
-    assert rc is not None and getattr(rc, "value", rc) == 0, rc
-    c.close()
-
-
-def retain_many(env, values, gw=0):
-    """Retained publishes of [(topic, payload)] in order over one connection, each PUBACKed (stored)."""
-    c = client(env, gw)
-    for topic, payload in values:
-        rc = c.puback(c.c.publish(topic, payload, qos=1, retain=True).mid)
-        assert rc is not None and getattr(rc, "value", rc) == 0, (topic, rc)
-    c.close()
-
-
-def received(c, n=1, timeout=10):
-    tmg.wait_for(lambda: len(c.messages) >= n, timeout)
-    return c.messages
-
-
-def subscribe_and_get(env, topic_filter, gw=0, version=5, timeout=10):
-    """A new subscriber's retained messages: [(topic, payload, retain flag)]."""
-    c = client(env, gw, version=version)
-    seen = []
-    c.c.on_message = lambda cl, u, m: seen.append((m.topic, m.payload, m.retain))
-    assert c.subscribe(topic_filter)[0] in (0, 1)
-    tmg.wait_for(lambda: seen, timeout)
-    tmg.wait_for(lambda: False, 0.5)  # anything more that would come
-    c.close()
-    return seen
-
-
 def test_a_retained_message_reaches_every_new_subscriber_on_either_gateway(env):
     retain(env, "t/a", b"first")
     retain(env, "t/a", b"last")
@@ -161,6 +118,45 @@ def test_live_messages_carry_the_retain_flag_only_with_retain_as_published(env):
     assert plain.flags == [(b"live", False)] and rap.flags == [(b"live", True)]
 
 
+def test_an_amqp_client_makes_its_message_retained_with_the_annotation(env):
+    """mapping.py's rule: x-opt-mqtt-retain true on a message to a topic or multicast address; the
+    gateways receive their copy and store it (gateway/mqtt/observer.go): a new MQTT subscriber gets it
+    with the retain flag; a message without the annotation is delivered and not kept; an empty body
+    clears the topic."""
+    for topic in ("t/h", "m/a"):
+        body = ("from amqp " + topic).encode()
+        got = retained_soon(env, topic, [(topic, body, True)])
+        assert got == [], "retained before it was sent: %r" % got
+        amqp_send(env, topic, body, retain=True)
+        assert retained_soon(env, topic, [(topic, body, True)]) == [(topic, body, True)], topic
+        amqp_send(env, topic, b"live only")  # no annotation
+        amqp_send(env, topic, b"not retained", retain=False)
+        time.sleep(2)  # what the observers would store by now
+        assert subscribe_and_get(env, topic, gw=0) == [(topic, body, True)], topic
+        amqp_send(env, topic, b"", retain=True)
+        assert retained_soon(env, topic, []) == [], topic
+
+
+def test_a_retained_publish_of_mqtt_is_stored_once_not_again_by_the_observers(env):
+    """The forwarded copy of an MQTT retained publish carries x-opt-mqtt-stored: the gateways that
+    receive it on t/h do not store it a second time (which, written after a later publish, could
+    bring an older value back)."""
+    def stored_from_amqp():
+        lines = []
+        for gw in env["gateways"]:
+            with open(gw.log) as f:
+                lines += [line for line in f if "retained from AMQP" in line and "topic=t/h" in line]
+        return lines
+    before = stored_from_amqp()
+    retain(env, "t/h", b"from mqtt")
+    time.sleep(2)  # PUBACKed: in the broker; its copies reached the observers by now
+    assert stored_from_amqp() == before
+    assert subscribe_and_get(env, "t/h") == [("t/h", b"from mqtt", True)]
+    # and the observers are there to see it: a marked AMQP message on t/h is stored (by each gateway)
+    amqp_send(env, "t/h", b"", retain=True)
+    assert tmg.wait_for(lambda: len(stored_from_amqp()) >= len(before) + 2, 10), stored_from_amqp()
+
+
 def test_retained_survives_a_restart_of_the_gateway(env):
     retain(env, "t/d", b"before the kill")
     gw = env["gateways"][0]
@@ -186,17 +182,6 @@ def test_retained_survives_a_restart_of_the_broker(env):
     assert got[0] == ("t/e", b"journaled", True)
     retain(env, "t/f", b"after")  # the service connection recovered: storing works again
     assert subscribe_and_get(env, "t/f") == [("t/f", b"after", True)]
-
-
-def cannot_receive(conn, address):
-    """The attach is refused, or nothing comes (no message reaches the client)."""
-    from proton import Timeout
-    from proton.utils import LinkDetached
-    try:
-        msg = conn.create_receiver(address, credit=10).receive(timeout=3)
-    except (Timeout, LinkDetached):
-        return True
-    return msg is None
 
 
 def test_clients_cannot_reach_the_gateways_own_names(env):
@@ -245,20 +230,6 @@ def test_the_service_user_itself_reads_the_retained_queue(env):
         conn.close()
 
 
-def send_refusal(conn, address):
-    """Why the router refused a sender to ``address`` or its message ("": sent and accepted;
-    "timeout": no credit, which is not a refusal by the policy)."""
-    from proton import Message, Timeout
-    from proton.utils import LinkDetached, SendException
-    try:
-        conn.create_sender(address).send(Message(body="x"), timeout=3)
-    except Timeout:
-        return "timeout"
-    except (LinkDetached, SendException) as e:
-        return "%s %s" % (type(e).__name__, e)
-    return ""
-
-
 def test_the_service_user_sends_to_the_spaces_declared_addresses_only(env):
     """The wills a gateway journaled before it died go out on the service connection
     (gateway/mqtt/journal.go): the vhost space-a.mqtt lets the service user send to space-a/X for
@@ -274,7 +245,8 @@ def test_the_service_user_sends_to_the_spaces_declared_addresses_only(env):
         for name in ("space-a/undeclared", "space-b/q1", "q1", "space-a/"):
             why = send_refusal(conn, name)
             assert "unauthorized" in why, (name, why)  # the vhost's policy, not a lack of credit
-        assert cannot_receive(conn, "space-a/q1")  # send only
+        assert cannot_receive(conn, "space-a/q1")  # send only: a queue's message is its consumer's
+        assert "unauthorized" in receive_refusal(conn, "space-b/t/a")  # another space's topic never
     finally:
         conn.close()
         consumer.stop()
@@ -310,6 +282,22 @@ def test_a_retained_message_needs_recv_on_the_topic(env):
     assert tmg.wait_for(lambda: seen)
     tmg.wait_for(lambda: False, 0.5)
     assert seen == ["t/a"]
+
+
+def test_a_wildcard_subscription_the_router_partly_refuses_keeps_the_users_connection(env):
+    """carol may receive from t/a only: t/+ attaches a receiver per topic address at once on her
+    user's shared router connection and the router refuses all but one (attach, then detach). With
+    go-amqp 1.7.0 as released, a refused link's handle was freed before its answering detach went
+    out, a receiver attached meanwhile took it, and the router ended the whole connection ("no such
+    handle"): no SUBACK, and the other clients of that connection dropped too. The gateway is built
+    with the fix (gateway/mqtt/patches/README.md): 25 rounds, every SUBACK grants t/+, and a client
+    of carol that shares the connection stays connected throughout."""
+    bystander = client(env, user="carol", password="carol-pw")
+    for i in range(25):
+        c = client(env, user="carol", password="carol-pw")
+        assert c.subscribe("t/+")[0] == 1, "round %d" % i
+        c.close()
+    assert bystander.connected
 
 
 def test_the_service_password_is_in_no_log(env):

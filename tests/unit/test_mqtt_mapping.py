@@ -133,3 +133,13 @@ def test_gateway_table_lists_only_what_mqtt_can_name():
     assert table["space"] == "s1"
     assert table["addresses"] == {"events": "topic", "orders": "queue"}
     assert "$" in table["reserved_prefixes"]
+
+
+def test_the_gateways_store_the_retained_messages_of_amqp_clients_on_multicast_and_topic_addresses_only():
+    # every receiver of a multicast or topic address gets its own copy: the gateways take theirs; a queue's or
+    # an anycast address's message has one receiver, which the gateway must not be
+    table = m.gateway_table("s1", {"orders": "queue", "events": "topic", "events::audit": "subscription",
+                                   "greetings": "anycast", "news": "multicast", "$x": "multicast"})
+    assert table["retain_from_amqp"] == ["events", "news"]
+    assert m.retain_from_amqp_addresses({}) == []
+    assert m.RETAIN_FROM_AMQP_TYPES == ("multicast", "topic")

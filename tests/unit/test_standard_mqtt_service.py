@@ -38,17 +38,20 @@ def test_groups_grant_every_address_so_that_the_vhost_lists_apply():
 
 def test_service_user_sends_to_the_spaces_declared_addresses_only():
     # the wills a gateway journaled before it died go out on the service connection after its restart
-    # (gateway/mqtt/journal.go): send to S/X for the space's placed addresses, receive from $mqtt/S/* only
+    # (gateway/mqtt/journal.go): send to S/X for the space's placed addresses; receive from $mqtt/S/* and
+    # the multicast and topic addresses (the retained messages of AMQP clients), never a queue or anycast
     addresses = [{"address": "q1", "type": "queue"}, {"address": "t/a", "type": "topic"},
-                 {"address": "sub1", "type": "subscription", "topic": "t/a"}, {"address": "a", "type": "anycast"}]
-    assert mq.service_targets("s", addresses) == ["$mqtt/s/*", "s/a", "s/q1", "s/t/a"]
+                 {"address": "sub1", "type": "subscription", "topic": "t/a"}, {"address": "a", "type": "anycast"},
+                 {"address": "m", "type": "multicast"}]
+    assert mq.service_targets("s", addresses) == ["$mqtt/s/*", "s/a", "s/m", "s/q1", "s/t/a"]
     assert mq.service_targets("s") == ["$mqtt/s/*"]
     ents = mq.router_entities("s", {"port": 5710, "broker": "b2"}, {"host": "auth", "port": 5680},
                               addresses=addresses)
     group = ents["enmasse/s/mqtt-vhost"]["groups"]["mqtt-gateway"]
     targets = group["targets"].split(",")
-    assert targets == ["$mqtt/s/*", "s/a", "s/q1", "s/t/a"]
-    assert group["sources"] == "$mqtt/s/*"  # send only: the service user receives nothing of the space
+    assert targets == ["$mqtt/s/*", "s/a", "s/m", "s/q1", "s/t/a"]
+    assert group["sources"] == "$mqtt/s/*,s/m,s/t/a"  # never q1 (a queue) or a (anycast): taken from consumers
+    assert mq.service_sources("s") == ["$mqtt/s/*"]
     assert group["allowAnonymousSender"] is False and group["allowDynamicSource"] is False
     # nothing outside the space: every name is the space's (its prefix, or its retained names)
     assert all(t.startswith("s/") or t.startswith("$mqtt/s/") for t in targets)
@@ -56,6 +59,7 @@ def test_service_user_sends_to_the_spaces_declared_addresses_only():
     other = mq.router_entities("other", {"port": 5711, "broker": "b1"}, {"host": "auth", "port": 5680},
                                addresses=addresses)["enmasse/other/mqtt-vhost"]["groups"]["mqtt-gateway"]
     assert not set(other["targets"].split(",")) & set(targets)
+    assert not set(other["sources"].split(",")) & set(group["sources"].split(","))
 
 
 def test_the_converge_renders_the_service_targets_from_the_placed_addresses(tmp_path):

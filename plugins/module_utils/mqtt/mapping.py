@@ -33,6 +33,18 @@ Rules:
   is away; a connection of the same client id and user with clean start off
   takes it over, one of another user is refused. (The gateway,
   gateway/mqtt/session.go; within one gateway instance so far.)
+* Retained: an MQTT PUBLISH with retain=1 is stored (last value per topic)
+  by the gateway before it is forwarded, and the forwarded message carries
+  ``x-opt-mqtt-retain: true`` and ``x-opt-mqtt-stored: true`` (stored
+  already). An AMQP client makes its message retained with the annotation
+  ``x-opt-mqtt-retain: true`` on a message to a ``multicast`` or ``topic``
+  address (``RETAIN_FROM_AMQP_TYPES``: where every receiver gets a copy, so
+  the gateways can take theirs; on an anycast or queue address a message
+  has one receiver and the gateway would take it from the application):
+  every gateway instance of the space receives from those addresses
+  (``gateway_table``'s ``retain_from_amqp``) and stores each such message
+  without ``x-opt-mqtt-stored``, in the order it receives them; an empty
+  body clears the topic.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -46,6 +58,10 @@ RESERVED_PREFIXES = ("$", "_topo/", "_local/", "_edge/", "amqp:")
 ANNOTATION_QOS = "x-opt-mqtt-qos"
 ANNOTATION_RETAIN = "x-opt-mqtt-retain"
 ANNOTATION_WILL_DELAY = "x-opt-mqtt-will-delay"
+ANNOTATION_STORED = "x-opt-mqtt-stored"
+# the address types whose messages an AMQP client can make retained (every
+# receiver gets a copy: the gateways receive theirs beside the applications)
+RETAIN_FROM_AMQP_TYPES = ("multicast", "topic")
 NO_EXPIRY = 0xFFFFFFFF  # MQTT 5: the session never expires
 
 
@@ -192,7 +208,17 @@ def session(protocol_version, clean, expiry_interval=None, max_session_expiry=86
 def gateway_table(space, addresses):
     """The per-space table the gateway reads: every declared address MQTT
     can name, with its type, and the reserved prefixes. ``addresses``: a
-    mapping address -> type."""
+    mapping address -> type; ``retain_from_amqp``: the addresses the
+    gateway receives from to store the retained messages of AMQP clients,
+    ``retain_from_amqp_addresses``)."""
     reachable = {a: t for a, t in addresses.items() if address_to_topic(a) is not None}
     return {"space": space, "addresses": dict(sorted(reachable.items())),
-            "reserved_prefixes": list(RESERVED_PREFIXES), "address_max_length": names.ADDRESS_MAX}
+            "reserved_prefixes": list(RESERVED_PREFIXES), "address_max_length": names.ADDRESS_MAX,
+            "retain_from_amqp": retain_from_amqp_addresses(reachable)}
+
+
+def retain_from_amqp_addresses(addresses):
+    """The addresses (of a mapping address -> type) whose AMQP messages the
+    gateways store when they are marked retained, sorted: those of a type in
+    ``RETAIN_FROM_AMQP_TYPES`` that MQTT can name."""
+    return sorted(a for a, t in addresses.items() if t in RETAIN_FROM_AMQP_TYPES and address_to_topic(a) is not None)

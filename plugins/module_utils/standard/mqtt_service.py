@@ -15,7 +15,9 @@ Per space S with MQTT:
   auth_service role writes its users file;
 * router entities (every name under ``enmasse/S/``, so they go with the
   space): vhost ``S.mqtt`` (the service user's group: receive from
-  ``$mqtt/S/*``; send to ``$mqtt/S/*`` and to ``S/X`` for every declared,
+  ``$mqtt/S/*`` and from ``S/X`` for every multicast and topic address ``X``
+  MQTT can name, where the gateways take the retained messages of AMQP
+  clients, ``service_sources``; send to ``$mqtt/S/*`` and to ``S/X`` for every declared,
   placed address ``X`` of the space but its subscriptions, the name of ``X``
   inside the routers: the wills a gateway journaled before it died go out
   on this connection after its restart, gateway/mqtt/journal.go; nothing
@@ -38,6 +40,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.errors import ServiceError
+from ansible_collections.enmasse.messaging.plugins.module_utils.mqtt import mapping
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard import entities as _ent
 
 SERVICE_USER = "mqtt-gateway"
@@ -82,6 +85,17 @@ def service_targets(space, addresses=()):
     return [prefix(space) + "/*"] + sorted(names)
 
 
+def service_sources(space, addresses=()):
+    """What the service user may receive from, sorted: ``$mqtt/S/*`` and
+    ``S/X`` for every declared, placed address X whose AMQP messages the
+    gateways store when marked retained (``mapping.retain_from_amqp_addresses``:
+    multicast and topic addresses; every receiver of those gets its own copy,
+    so the gateway takes nothing from an application). Never a queue or an
+    anycast address, never another space's name."""
+    types = dict((a["address"], a.get("type")) for a in addresses or ())
+    return [prefix(space) + "/*"] + sorted(_ent.internal(space, a) for a in mapping.retain_from_amqp_addresses(types))
+
+
 def served(infra, space):
     """Whether an MQTT gateway of the infrastructure file serves ``space``."""
     return any(s.get("name") == space for g in infra.get("mqtt_gateways") or [] for s in g.get("spaces") or [])
@@ -101,7 +115,7 @@ def router_entities(space, record, auth, bind_host="0.0.0.0", tls=None, addresse
     pre = _ent.space_prefix(space)
     name = realm(space)
     pattern = prefix(space) + "/*"
-    group = {"users": SERVICE_USER, "remoteHosts": "*", "sources": pattern,
+    group = {"users": SERVICE_USER, "remoteHosts": "*", "sources": ",".join(service_sources(space, addresses)),
              "targets": ",".join(service_targets(space, addresses)),
              "allowDynamicSource": False, "allowAnonymousSender": False}
     plugin = {"sslProfile": auth["ssl_profile"]} if auth.get("ssl_profile") else {}
