@@ -139,7 +139,7 @@ def test_session_records_are_neither_retained_messages_nor_reachable_by_clients(
     """The records share the retained queue: a new subscriber of '#' gets no
     record, and a client cannot publish a record (a '$' topic, not an address)."""
     genv = on(env, gw)
-    s = persistent(genv, gw, "secret")
+    s = persistent(genv, gw, "records")  # no "secret" in the id: the log is searched for the password "secret-a"
     seen = []
     c = tmg.Mqtt(genv, "alice", "secret-a")
     c.c.on_message = lambda _c, _u, m: seen.append(m.topic)
