@@ -14,8 +14,9 @@ import subprocess
 import pytest
 
 import test_mqtt_gateway as tmg
+from mqtt_retained_env import gateway_config
 # env is test_mqtt_retained's fixture, used here by name
-from test_mqtt_retained import env, gateway_config  # noqa: F401 pylint: disable=unused-import
+from test_mqtt_retained import env  # noqa: F401 pylint: disable=unused-import
 
 pytestmark = [pytest.mark.integration, pytest.mark.router]
 

@@ -21,7 +21,7 @@ import pytest
 import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
 from helpers import run_module
-from mqtt_retained_env import (ADDRESSES, OTHER, PLANS, RETAINED, SPACE, Gateway, amqp_send,  # noqa: F401
+from mqtt_retained_env import (ADDRESSES, OTHER, PLANS, RETAINED, SPACE, Gateway, amqp_send,
                                broker_op, cannot_receive, client, common, gateway_config, make_space, on,
                                queue_state, receive_refusal, retain, retain_many, retained_soon, send_refusal,
                                space_ports, subscribe_and_get, write_service_realm, write_users)

@@ -15,10 +15,10 @@ import pytest
 
 import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
-from mqtt_retained_env import Gateway, gateway_config
+from mqtt_retained_env import Gateway, gateway_config, on
 from test_mqtt_gateway import Consumer
 # env is test_mqtt_retained's fixture, used here by name
-from test_mqtt_retained import env, on  # noqa: F401 pylint: disable=unused-import
+from test_mqtt_retained import env  # noqa: F401 pylint: disable=unused-import
 from test_mqtt_sessions import PUBCOMP, PUBREC, Raw, Session, cid, send_amqp
 
 pytestmark = [pytest.mark.integration, pytest.mark.router]

@@ -114,7 +114,6 @@ def router_entities(space, record, auth, bind_host="0.0.0.0", tls=None, addresse
         return {}
     pre = _ent.space_prefix(space)
     name = realm(space)
-    pattern = prefix(space) + "/*"
     group = {"users": SERVICE_USER, "remoteHosts": "*", "sources": ",".join(service_sources(space, addresses)),
              "targets": ",".join(service_targets(space, addresses)),
              "allowDynamicSource": False, "allowAnonymousSender": False}
