@@ -94,6 +94,14 @@ if [ ! -f "$KEYCLOAK_TGZ" ]; then
   mvn -q dependency:get -Dartifact="org.keycloak:keycloak-quarkus-dist:26.4.7:tar.gz" -Dtransitive=false
 fi
 export ENMASSE_KEYCLOAK_ARCHIVE="$KEYCLOAK_TGZ"
+# the newer Keycloak of the upgrade pair: molecule/router converges with
+# 26.4.7 and upgrades to it (playbooks/rolling_upgrade.yml)
+KEYCLOAK_NEXT_VERSION=26.5.6
+KEYCLOAK_NEXT_TGZ="$HOME/.m2/repository/org/keycloak/keycloak-quarkus-dist/${KEYCLOAK_NEXT_VERSION}/keycloak-quarkus-dist-${KEYCLOAK_NEXT_VERSION}.tar.gz"
+if [ ! -f "$KEYCLOAK_NEXT_TGZ" ]; then
+  mvn -q dependency:get -Dartifact="org.keycloak:keycloak-quarkus-dist:${KEYCLOAK_NEXT_VERSION}:tar.gz" -Dtransitive=false
+fi
+export ENMASSE_KEYCLOAK_NEXT_ARCHIVE="$KEYCLOAK_NEXT_TGZ"
 
 log "qdrouterd 1.19.0: the source archive (scripts/router-archive.sh) and a cached build (scripts/build-router.sh)"
 ENMASSE_ROUTER_ARCHIVE="$(bash scripts/router-archive.sh)"

@@ -16,12 +16,16 @@ ARTEMIS_PREVIOUS = os.environ.get("ENMASSE_ARTEMIS_PREVIOUS_ARCHIVE") or os.path
     "~/.m2/repository/org/apache/activemq/apache-artemis/2.39.0/apache-artemis-2.39.0-bin.tar.gz")
 KEYCLOAK = os.environ.get("ENMASSE_KEYCLOAK_ARCHIVE") or os.path.expanduser(
     "~/.m2/repository/org/keycloak/keycloak-quarkus-dist/26.4.7/keycloak-quarkus-dist-26.4.7.tar.gz")
+# the newer Keycloak molecule/router's rolling upgrade goes to (its database migrated)
+KEYCLOAK_NEXT = os.environ.get("ENMASSE_KEYCLOAK_NEXT_ARCHIVE") or os.path.expanduser(
+    "~/.m2/repository/org/keycloak/keycloak-quarkus-dist/26.5.6/keycloak-quarkus-dist-26.5.6.tar.gz")
 ROUTER = os.environ.get("ENMASSE_ROUTER_ARCHIVE") or os.path.join(
     os.path.dirname(REPO), "shared", "vendor", "qpid-dispatch-1.19.0.tar.gz")
 WHERE = {
     ARTEMIS: "no Artemis archive at %s (scripts/test.sh fetches it with Maven)",
     ARTEMIS_PREVIOUS: "no Artemis archive (the upgrade's older version) at %s (scripts/test.sh fetches it with Maven)",
     KEYCLOAK: "no Keycloak archive at %s (scripts/test.sh fetches it with Maven; or set ENMASSE_KEYCLOAK_ARCHIVE)",
+    KEYCLOAK_NEXT: "no Keycloak archive (the upgrade's newer version) at %s (scripts/test.sh fetches it with Maven)",
     ROUTER: "no qpid-dispatch source archive at %s (set ENMASSE_ROUTER_ARCHIVE)",
 }
 
@@ -45,6 +49,7 @@ def run(name, timeout_minutes=50):
     env = dict(os.environ)
     env.setdefault("CONTAINERS_CONF", os.path.join(REPO, "scripts", "containers.conf"))
     env.setdefault("ENMASSE_KEYCLOAK_ARCHIVE", KEYCLOAK)
+    env.setdefault("ENMASSE_KEYCLOAK_NEXT_ARCHIVE", KEYCLOAK_NEXT)
     env["PY_COLORS"] = "0"
     env["ANSIBLE_FORCE_COLOR"] = "0"
     log_path = os.path.join(REPO, "tests", "output", "molecule-%s.log" % name)

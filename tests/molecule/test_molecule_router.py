@@ -15,7 +15,8 @@ link, path redundancy (a link cut, traffic via the third router), every
 multicast receiver getting every message, isolation of two spaces for every
 type, a kill -9 of a router while traffic flows (reconnect, nothing lost, the
 keeper's restore time measured and bounded - printed here as KEEPER-RESTORE,
-next converge unchanged), identity (Keycloak with PostgreSQL on a sixth
+next converge unchanged), the rolling upgrade (Artemis 2.39.0 -> 2.40.0, each router restarted,
+Keycloak 26.4.7 -> 26.5.6 with its database migrated, a downgrade refused) while clients run, identity (Keycloak with PostgreSQL on a sixth
 host: each space's users and their per-address permissions through the
 routers, Keycloak stopped and started, a password change, a -vvv --diff run
 of site.yml searched for secrets), the config check and uninstall, then the
@@ -24,17 +25,18 @@ the admin's token, the secrets' files, the hardened unit, a rebuild on a
 build-time change, uninstall; the role's check mode on the fresh host in
 prepare.yml) (molecule/router/verify.yml and the verify-*.yml playbooks it imports, one per
 concern; its pass/fail rules: molecule/router/checks.py).
-Skips only when podman, molecule or an archive (router source, Artemis, Keycloak) cannot be had.
+Skips only when podman, molecule or an archive (router source, Artemis 2.39.0 and 2.40.0, Keycloak 26.4.7 and
+26.5.6) cannot be had.
 """
 import re
 import sys
 
 import pytest
 
-from scenario import ARTEMIS, ARTEMIS_PREVIOUS, KEYCLOAK, ROUTER, run, unusable
+from scenario import ARTEMIS, ARTEMIS_PREVIOUS, KEYCLOAK, KEYCLOAK_NEXT, ROUTER, run, unusable
 
 pytestmark = pytest.mark.molecule
-NEEDS = (ROUTER, ARTEMIS, ARTEMIS_PREVIOUS, KEYCLOAK)
+NEEDS = (ROUTER, ARTEMIS, ARTEMIS_PREVIOUS, KEYCLOAK, KEYCLOAK_NEXT)
 
 
 def keeper_lines(log_text):
