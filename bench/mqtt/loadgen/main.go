@@ -313,14 +313,21 @@ func mqttSub(o *opts) {
 	var cur atomic.Pointer[recorder]
 	cur.Store(newRecorder(o.n))
 	clients := mqttConnect(o, o.clients, "sub", func(_ mqtt.Client, m mqtt.Message) { cur.Load().add(m.Payload()) })
+	// every client subscribes at once, as a fleet of devices would, and then
+	// the SUBACKs are awaited: one after the other, 1,000 subscriptions would
+	// take 1,000 times the gateway's SUBACK wait (its 300 ms recv probe)
+	toks := make([]mqtt.Token, len(clients))
+	topics := make([]string, len(clients))
 	for i, c := range clients {
-		topic := o.topic
+		topics[i] = o.topic
 		if o.perClient {
-			topic = fmt.Sprintf("%s/%d", o.topic, i)
+			topics[i] = fmt.Sprintf("%s/%d", o.topic, i)
 		}
-		tok := c.Subscribe(topic, byte(o.qos), nil)
+		toks[i] = c.Subscribe(topics[i], byte(o.qos), nil)
+	}
+	for i, tok := range toks {
 		if !tok.WaitTimeout(60*time.Second) || tok.Error() != nil {
-			must(fmt.Errorf("subscribe %s: %v", topic, tok.Error()))
+			must(fmt.Errorf("subscribe %s: %v", topics[i], tok.Error()))
 		}
 	}
 	writeReady(o.ready)
