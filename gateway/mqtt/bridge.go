@@ -242,13 +242,9 @@ func (b *Bridge) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 		b.Log.Info("will registered", "client", cl.ID, "address", w.address, "qos", w.pk.FixedHeader.Qos,
 			"retain", w.pk.FixedHeader.Retain, "delay", w.delay)
 	}
-	if n := b.delayed.cancel(cl.ID, user); n > 0 {
+	if n := b.register(cl, l, cs); n > 0 {
 		b.Log.Info("delayed will cancelled: the client reconnected", "client", cl.ID, "wills", n)
 	}
-	b.mu.Lock()
-	b.links[cl] = l
-	b.conns[cl] = cs
-	b.mu.Unlock()
 	// ackLoop starts at the first QoS 1 / 2 publish (flow.go enqueue): an idle client has none
 	b.Metrics.Connection(connAccepted)
 	b.Log.Info("connected", "client", cl.ID, "user", user, "remote", cl.Net.Remote, "listener", cl.Net.Listener,

@@ -188,17 +188,33 @@ func (d *delayedWills) cancel(client, user string) int {
 	return n
 }
 
-// sameUserConnected: another connection of this client id and user is up
-// now (the one that took this session over).
-func (b *Bridge) sameUserConnected(cl *mqtt.Client, user string) bool {
+// scheduleWill puts a delayed will into b.delayed unless a connection of
+// the same client id and user is up already (it came within the delay:
+// [MQTT-3.1.3-9]); false then. Under b.mu, as register is: a new connection
+// is either seen here or finds the will when it cancels the scheduled ones.
+func (b *Bridge) scheduleWill(cl *mqtt.Client, user string, w *will) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for c, l := range b.links {
 		if c != cl && c.ID == cl.ID && l.user == user {
-			return true
+			return false
 		}
 	}
-	return false
+	w.state.Store(willScheduled)
+	b.delayed.add(w)
+	return true
+}
+
+// register adds an accepted connection and cancels the delayed wills of
+// its client id and user, in one step under b.mu (see scheduleWill): the
+// old connection of a takeover may reach its OnDisconnect on either side
+// of it. Returns how many wills were cancelled.
+func (b *Bridge) register(cl *mqtt.Client, l *link, cs *connState) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.links[cl] = l
+	b.conns[cl] = cs
+	return b.delayed.cancel(cl.ID, l.user)
 }
 
 // goneWithWill runs at OnDisconnect when the will is due: now, or after its
@@ -208,15 +224,14 @@ func (b *Bridge) goneWithWill(cl *mqtt.Client, l *link, w *will) {
 		b.fireWill(cl, l, w, willRegistered)
 		return
 	}
-	if takenOver(cl.StopCause()) && b.sameUserConnected(cl, l.user) {
+	if !b.scheduleWill(cl, l.user, w) {
 		w.state.Store(willDone) // the new connection came within the delay [MQTT-3.1.3-9]
 		b.Journal.Remove(w)
-		b.Log.Info("will cancelled: session taken over within the will delay", "client", cl.ID)
+		b.Log.Info("will cancelled: the client reconnected within the will delay", "client", cl.ID,
+			"taken_over", takenOver(cl.StopCause()))
 		b.closeLink(l)
 		return
 	}
-	w.state.Store(willScheduled)
-	b.delayed.add(w)
 	b.Log.Info("will scheduled", "client", cl.ID, "delay", w.delay)
 	go func() {
 		t := time.NewTimer(w.delay)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/Azure/go-amqp"
+	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
@@ -112,6 +113,37 @@ func TestAWillBeingSentCannotBeCancelledNorSentAgain(t *testing.T) {
 	b.fireWill(nil, nil, w, willRegistered)
 	if w.state.Load() != willDone {
 		t.Fatal("state changed")
+	}
+}
+
+// The old connection of a takeover reaches OnDisconnect on either side of
+// the new one's register; either way its delayed will must not stay scheduled.
+func TestATakeoverCancelsTheDelayedWillInEitherOrder(t *testing.T) {
+	for _, newFirst := range []bool{true, false} {
+		b := &Bridge{links: map[*mqtt.Client]*link{}, conns: map[*mqtt.Client]*connState{}}
+		old, cur := &mqtt.Client{ID: "dev1"}, &mqtt.Client{ID: "dev1"}
+		w := &will{client: "dev1", user: "alice", stop: make(chan struct{})}
+		scheduled, cancelled := true, 0
+		if newFirst {
+			cancelled = b.register(cur, &link{user: "alice"}, nil)
+			scheduled = b.scheduleWill(old, "alice", w)
+		} else {
+			scheduled = b.scheduleWill(old, "alice", w)
+			cancelled = b.register(cur, &link{user: "alice"}, nil)
+		}
+		if newFirst && (scheduled || cancelled != 0 || len(b.delayed.m["dev1"]) != 0) {
+			t.Fatalf("new first: scheduled %v, cancelled %d", scheduled, cancelled)
+		}
+		if !newFirst && (!scheduled || cancelled != 1 || w.state.Load() != willDone || len(b.delayed.m["dev1"]) != 0) {
+			t.Fatalf("old first: scheduled %v, cancelled %d, state %d", scheduled, cancelled, w.state.Load())
+		}
+	}
+	// another user's connection with the id neither prevents nor cancels it
+	b := &Bridge{links: map[*mqtt.Client]*link{}, conns: map[*mqtt.Client]*connState{}}
+	w := &will{client: "dev1", user: "alice", stop: make(chan struct{})}
+	b.register(&mqtt.Client{ID: "dev1"}, &link{user: "bob"}, nil)
+	if !b.scheduleWill(&mqtt.Client{ID: "dev1"}, "alice", w) || b.register(&mqtt.Client{ID: "dev1"}, &link{user: "bob"}, nil) != 0 {
+		t.Fatal("bob's connection cancelled alice's will")
 	}
 }
 
