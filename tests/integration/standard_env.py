@@ -64,10 +64,11 @@ class LocalCA(object):
             f.write(data)
         return path
 
-    def issue(self, name, hosts=("127.0.0.1", "localhost")):
+    def issue(self, name, hosts=("127.0.0.1", "localhost"), client=False):
         """(certificate, key) files of a server certificate for ``hosts``
         (each a DNS entry, an address an IP entry too: proton checks the DNS
-        entries only, Python's ssl the IP ones)."""
+        entries only, Python's ssl the IP ones); ``client``: a client
+        certificate (extended key usage clientAuth)."""
         import ipaddress
         from cryptography import x509
         from cryptography.hazmat.primitives import hashes, serialization
@@ -83,7 +84,8 @@ class LocalCA(object):
         issuer = self.cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value
         cert = (self._builder(name, issuer, key.public_key(), int.from_bytes(os.urandom(8), "big"))
                 .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH if client
+                                                      else ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
                 .sign(self.key, hashes.SHA256()))
         return (self._write(name + ".pem", cert.public_bytes(serialization.Encoding.PEM)),
                 self._write(name + ".key", key.private_bytes(serialization.Encoding.PEM,

@@ -121,3 +121,106 @@ def test_router_address_counters_and_node_row(router):
     node = nodes[0]
     assert node["node"] == "R-test" and node["address_space"] == "_infra"
     assert node["memory_used"] > 0 and node["connections"] >= 2
+
+
+MANAGEMENT_CONF = """router {
+    mode: standalone
+    id: R-mgmt
+}
+sslProfile {
+    name: management-tls
+    caCertFile: %(ca)s
+    certFile: %(cert)s
+    privateKeyFile: %(key)s
+}
+listener {
+    name: management
+    host: 127.0.0.1
+    port: %(port)d
+    role: normal
+    sslProfile: management-tls
+    requireSsl: yes
+    authenticatePeer: yes
+    saslMechanisms: EXTERNAL
+}
+"""
+
+
+def _role_collect_config(tmp_path, url, tls):
+    """collect.json as roles/capacity_planner's config.yml writes it (check
+    mode with --diff on localhost: tests/unit/test_capacity_planner_router_tls.py)."""
+    import importlib.util
+    import json
+    spec = importlib.util.spec_from_file_location("role_play", os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "unit", "role_play.py"))
+    role_play = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(role_play)
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    book = [{"hosts": "localhost", "gather_facts": False, "connection": "local", "check_mode": True,
+             "tasks": [{"name": "config", "ansible.builtin.include_role": {
+                 "name": "enmasse.messaging.capacity_planner", "tasks_from": "config"},
+                 "vars": {"capacity_planner_config_dir": str(conf_dir), "capacity_planner_model": {},
+                          "capacity_planner_router_url": url, "capacity_planner_router_tls": tls}}]}]
+    _out, results = role_play.run_book(tmp_path, book, env={"ANSIBLE_DIFF_ALWAYS": "True"})
+    written = [res for name, res in results if name.endswith(": Write the collector configuration")]
+    assert len(written) == 1, results
+    return json.loads(written[0]["diff"][0]["after"])
+
+
+def test_the_collector_samples_the_management_listener_with_the_roles_tls(tmp_path):
+    """The router role's management listener (TLS, a client certificate of
+    its CA, SASL EXTERNAL; its certificate names the host, not 127.0.0.1)
+    sampled with the options capacity_planner_router_tls gives collect.json:
+    the router is sampled. Without the client certificate, and with the
+    host name checked, it is not."""
+    from standard_env import LocalCA
+
+    from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import collect
+
+    argv, env, why = routers.find_qdrouterd()
+    if why:
+        pytest.skip("no AMQP router: %s" % why)
+    ca = LocalCA(str(tmp_path / "ca"), name="router management CA")
+    cert, key = ca.issue("management-server", hosts=("router-host.example",))
+    client_cert, client_key = ca.issue("management-client", hosts=("root",), client=True)
+    port = _free_port()
+    conf = tmp_path / "qdrouterd.conf"
+    conf.write_text(MANAGEMENT_CONF % {"ca": ca.cert_file, "cert": cert, "key": key, "port": port})
+    log = open(tmp_path / "qdrouterd.log", "w")
+    proc = subprocess.Popen(argv + ["-c", str(conf)], stdout=log, stderr=subprocess.STDOUT,
+                            env=dict(os.environ, **env))
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        assert proc.poll() is None, (tmp_path / "qdrouterd.log").read_text()[-2000:]
+        url = "amqps://127.0.0.1:%d" % port
+        tls = {"ca_file": ca.cert_file, "cert_file": client_cert, "key_file": client_key}
+        spaces = tmp_path / "spaces"
+        spaces.mkdir()
+        options = _role_collect_config(tmp_path, url, tls)
+        options.update(store=str(tmp_path / "store"), spaces_dir=str(spaces), router_timeout=10)
+
+        result = collect.run(options)
+        assert result["router"] == "sampled", result["errors"]
+        assert [s["node"] for s in result["sources"]] == ["R-mgmt"]
+        assert result["written"]["nodes"] == 1 and result["files"]
+
+        no_cert = {k: v for k, v in options.items() if k not in ("router_cert_file", "router_key_file")}
+        no_cert["router_sasl_mechanisms"] = "ANONYMOUS"
+        refused = collect.run(no_cert)
+        assert refused["router"] == "failed" and refused["failed"], refused
+        checked = dict(options, router_verify_hostname=True)
+        assert collect.run(checked)["router"] == "failed"  # 127.0.0.1 is not in the certificate
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
