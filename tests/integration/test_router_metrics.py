@@ -4,6 +4,7 @@ No router is packaged in any registry this project can use: the router is
 built from the source archive (routers.find_qdrouterd: ``$QDROUTERD``, else
 scripts/build-router.sh); the test skips, saying why, only when none can be had.
 """
+import contextlib
 import os
 import socket
 import subprocess
@@ -40,41 +41,46 @@ def _free_port():
     return port
 
 
-@pytest.fixture
-def router(tmp_path):
+@contextlib.contextmanager
+def _qdrouterd(tmp_path, conf_text):
+    """A qdrouterd with ``conf_text`` (``%(port)d``: a free port); yields the port."""
     argv, env, why = routers.find_qdrouterd()
     if why:
         pytest.skip("no AMQP router: %s" % why)
     port = _free_port()
     conf = tmp_path / "qdrouterd.conf"
-    conf.write_text("router {\n    mode: standalone\n    id: R-test\n}\n"
-                    "listener {\n    host: 127.0.0.1\n    port: %d\n    authenticatePeer: no\n"
-                    "    saslMechanisms: ANONYMOUS\n}\n"
-                    "address {\n    prefix: demo/\n    distribution: balanced\n}\n" % port)
+    conf.write_text(conf_text % {"port": port})
     log = open(tmp_path / "qdrouterd.log", "w")
     proc = subprocess.Popen(argv + ["-c", str(conf)], stdout=log, stderr=subprocess.STDOUT,
                             env=dict(os.environ, **env))
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("qdrouterd did not listen on %d" % port)
-    if proc.poll() is not None:
-        pytest.fail("qdrouterd exited: %s" % (tmp_path / "qdrouterd.log").read_text()[-2000:])
-    yield "amqp://127.0.0.1:%d" % port
-    proc.terminate()
     try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        deadline = time.time() + 20
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            log.flush()
+            pytest.fail("qdrouterd did not listen on %d: %s" % (port, (tmp_path / "qdrouterd.log").read_text()[-2000:]))
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture
+def router(tmp_path):
+    with _qdrouterd(tmp_path, "router {\n    mode: standalone\n    id: R-test\n}\n"
+                    "listener {\n    host: 127.0.0.1\n    port: %(port)d\n    authenticatePeer: no\n"
+                    "    saslMechanisms: ANONYMOUS\n}\n"
+                    "address {\n    prefix: demo/\n    distribution: balanced\n}\n") as port:
+        yield "amqp://127.0.0.1:%d" % port
 
 
 def test_router_address_counters_and_node_row(router):
@@ -136,7 +142,7 @@ sslProfile {
 listener {
     name: management
     host: 127.0.0.1
-    port: %(port)d
+    port: %%(port)d
     role: normal
     sslProfile: management-tls
     requireSsl: yes
@@ -178,27 +184,11 @@ def test_the_collector_samples_the_management_listener_with_the_roles_tls(tmp_pa
 
     from ansible_collections.enmasse.messaging.plugins.module_utils.metrics import collect
 
-    argv, env, why = routers.find_qdrouterd()
-    if why:
-        pytest.skip("no AMQP router: %s" % why)
     ca = LocalCA(str(tmp_path / "ca"), name="router management CA")
     cert, key = ca.issue("management-server", hosts=("router-host.example",))
     client_cert, client_key = ca.issue("management-client", hosts=("root",), client=True)
-    port = _free_port()
-    conf = tmp_path / "qdrouterd.conf"
-    conf.write_text(MANAGEMENT_CONF % {"ca": ca.cert_file, "cert": cert, "key": key, "port": port})
-    log = open(tmp_path / "qdrouterd.log", "w")
-    proc = subprocess.Popen(argv + ["-c", str(conf)], stdout=log, stderr=subprocess.STDOUT,
-                            env=dict(os.environ, **env))
-    try:
-        deadline = time.time() + 20
-        while time.time() < deadline and proc.poll() is None:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.2)
-        assert proc.poll() is None, (tmp_path / "qdrouterd.log").read_text()[-2000:]
+    conf = MANAGEMENT_CONF % {"ca": ca.cert_file, "cert": cert, "key": key}  # the port: _qdrouterd's
+    with _qdrouterd(tmp_path, conf) as port:
         url = "amqps://127.0.0.1:%d" % port
         tls = {"ca_file": ca.cert_file, "cert_file": client_cert, "key_file": client_key}
         spaces = tmp_path / "spaces"
@@ -217,10 +207,3 @@ def test_the_collector_samples_the_management_listener_with_the_roles_tls(tmp_pa
         assert refused["router"] == "failed" and refused["failed"], refused
         checked = dict(options, router_verify_hostname=True)
         assert collect.run(checked)["router"] == "failed"  # 127.0.0.1 is not in the certificate
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
