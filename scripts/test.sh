@@ -66,42 +66,37 @@ exec 8>&-
 PATH="$(pwd)/.venv/bin:$PATH"
 export PATH
 
-log "artemis ${ARTEMIS_VERSION} and ${ARTEMIS_PREVIOUS_VERSION:-2.39.0}: local Maven cache (the roles' offline path)"
-ARTEMIS_TGZ="$HOME/.m2/repository/org/apache/activemq/apache-artemis/${ARTEMIS_VERSION}/apache-artemis-${ARTEMIS_VERSION}-bin.tar.gz"
-if [ ! -f "$ARTEMIS_TGZ" ]; then
-  mvn -q dependency:get -Dartifact="org.apache.activemq:apache-artemis:${ARTEMIS_VERSION}:tar.gz:bin" -Dtransitive=false
-fi
-export ENMASSE_ARTEMIS_ARCHIVE="$ARTEMIS_TGZ"
+# maven_artifact <group>:<artifact>:<version>[:<type>[:<classifier>]]: the
+# artifact's path in the local Maven cache (the roles' offline path), fetched
+# with Maven when it is not there yet
+maven_artifact() {
+  local g a v t c path
+  IFS=: read -r g a v t c <<< "$1"
+  path="$HOME/.m2/repository/${g//.//}/$a/$v/$a-$v${c:+-$c}.${t:-jar}"
+  [ -f "$path" ] || mvn -q dependency:get -Dartifact="$1" -Dtransitive=false >&2
+  [ -f "$path" ] || { echo "test.sh: Maven did not put $1 at $path" >&2; return 1; }
+  echo "$path"
+}
+
 # the older Artemis of the upgrade pair: molecule/router converges with it and
 # upgrades to ARTEMIS_VERSION (playbooks/rolling_upgrade.yml)
 ARTEMIS_PREVIOUS_VERSION=${ARTEMIS_PREVIOUS_VERSION:-2.39.0}
-ARTEMIS_PREVIOUS_TGZ="$HOME/.m2/repository/org/apache/activemq/apache-artemis/${ARTEMIS_PREVIOUS_VERSION}/apache-artemis-${ARTEMIS_PREVIOUS_VERSION}-bin.tar.gz"
-if [ ! -f "$ARTEMIS_PREVIOUS_TGZ" ]; then
-  mvn -q dependency:get -Dartifact="org.apache.activemq:apache-artemis:${ARTEMIS_PREVIOUS_VERSION}:tar.gz:bin" -Dtransitive=false
-fi
-export ENMASSE_ARTEMIS_PREVIOUS_ARCHIVE="$ARTEMIS_PREVIOUS_TGZ"
+log "artemis ${ARTEMIS_VERSION} and ${ARTEMIS_PREVIOUS_VERSION}: local Maven cache (the roles' offline path)"
+ENMASSE_ARTEMIS_ARCHIVE=$(maven_artifact "org.apache.activemq:apache-artemis:${ARTEMIS_VERSION}:tar.gz:bin")
+ENMASSE_ARTEMIS_PREVIOUS_ARCHIVE=$(maven_artifact "org.apache.activemq:apache-artemis:${ARTEMIS_PREVIOUS_VERSION}:tar.gz:bin")
+export ENMASSE_ARTEMIS_ARCHIVE ENMASSE_ARTEMIS_PREVIOUS_ARCHIVE
 
 log "jmx_prometheus_javaagent 1.0.1: local Maven cache (roles/broker's metrics agent, offline path)"
-JMX_AGENT_JAR="$HOME/.m2/repository/io/prometheus/jmx/jmx_prometheus_javaagent/1.0.1/jmx_prometheus_javaagent-1.0.1.jar"
-if [ ! -f "$JMX_AGENT_JAR" ]; then
-  mvn -q dependency:get -Dartifact="io.prometheus.jmx:jmx_prometheus_javaagent:1.0.1" -Dtransitive=false
-fi
-export ENMASSE_JMX_EXPORTER_JAR="$JMX_AGENT_JAR"
+ENMASSE_JMX_EXPORTER_JAR=$(maven_artifact "io.prometheus.jmx:jmx_prometheus_javaagent:1.0.1")
+export ENMASSE_JMX_EXPORTER_JAR
 
-log "keycloak 26.4.7: local Maven cache (tests/integration/keycloak_server.py builds it once into ~/.cache)"
-KEYCLOAK_TGZ="$HOME/.m2/repository/org/keycloak/keycloak-quarkus-dist/26.4.7/keycloak-quarkus-dist-26.4.7.tar.gz"
-if [ ! -f "$KEYCLOAK_TGZ" ]; then
-  mvn -q dependency:get -Dartifact="org.keycloak:keycloak-quarkus-dist:26.4.7:tar.gz" -Dtransitive=false
-fi
-export ENMASSE_KEYCLOAK_ARCHIVE="$KEYCLOAK_TGZ"
 # the newer Keycloak of the upgrade pair: molecule/router converges with
 # 26.4.7 and upgrades to it (playbooks/rolling_upgrade.yml)
 KEYCLOAK_NEXT_VERSION=26.5.6
-KEYCLOAK_NEXT_TGZ="$HOME/.m2/repository/org/keycloak/keycloak-quarkus-dist/${KEYCLOAK_NEXT_VERSION}/keycloak-quarkus-dist-${KEYCLOAK_NEXT_VERSION}.tar.gz"
-if [ ! -f "$KEYCLOAK_NEXT_TGZ" ]; then
-  mvn -q dependency:get -Dartifact="org.keycloak:keycloak-quarkus-dist:${KEYCLOAK_NEXT_VERSION}:tar.gz" -Dtransitive=false
-fi
-export ENMASSE_KEYCLOAK_NEXT_ARCHIVE="$KEYCLOAK_NEXT_TGZ"
+log "keycloak 26.4.7 and ${KEYCLOAK_NEXT_VERSION}: local Maven cache (tests/integration/keycloak_server.py builds 26.4.7 once into ~/.cache)"
+ENMASSE_KEYCLOAK_ARCHIVE=$(maven_artifact "org.keycloak:keycloak-quarkus-dist:26.4.7:tar.gz")
+ENMASSE_KEYCLOAK_NEXT_ARCHIVE=$(maven_artifact "org.keycloak:keycloak-quarkus-dist:${KEYCLOAK_NEXT_VERSION}:tar.gz")
+export ENMASSE_KEYCLOAK_ARCHIVE ENMASSE_KEYCLOAK_NEXT_ARCHIVE
 
 log "qdrouterd 1.19.0: the source archive (scripts/router-archive.sh) and a cached build (scripts/build-router.sh)"
 ENMASSE_ROUTER_ARCHIVE="$(bash scripts/router-archive.sh)"
