@@ -52,11 +52,10 @@ def rolling_lines(log_text):
 
 
 @pytest.mark.skipif(unusable(*NEEDS) is not None, reason=str(unusable(*NEEDS)))
-def test_molecule_router_scenario(record_property):
+def test_molecule_router_scenario():
     rc, text, seconds, log_path = run("router")
     for line in keeper_lines(text):
         sys.stdout.write("\n%s\n" % line)
-        record_property("keeper_restore", line)
     for line in rolling_lines(text):
         sys.stdout.write("\n%s\n" % line)
     sys.stdout.write("\nROUTER-SCENARIO %.0f s\n" % seconds)
