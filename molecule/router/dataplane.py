@@ -433,6 +433,7 @@ class Traffic(Base):
         self.result = {"queue_accepted": [], "queue_reconnects": 0, "queue_errors": [], "anycast_sent": 0,
                        "anycast_received": 0, "anycast_max_gap": 0.0}
         self.q_next = 0
+        self.q_sends = 0
         self.q_inflight = None
         self.q_retry = None
         self.last_tick = None
@@ -474,7 +475,10 @@ class Traffic(Base):
                 body = "kill-%d" % self.q_next
                 self.q_next += 1
             self.q_inflight = body
-            self.qsnd.send(Message(id=body, body=body, durable=True))
+            # the tag names the body (unique per send): an outcome that arrives after a
+            # reconnect, for a message already marked to go again, is still counted
+            self.q_sends += 1
+            self.qsnd.send(Message(id=body, body=body, durable=True), tag="%s#%d" % (body, self.q_sends))
 
     def _not_accepted(self):
         # not accepted: it goes again (at least once)
@@ -484,9 +488,14 @@ class Traffic(Base):
 
     def on_accepted(self, event):
         if event.sender == self.qsnd:
-            self.result["queue_accepted"].append(self.q_inflight)
-            self.q_inflight = None
-            if self.stopping:
+            tag = event.delivery.tag
+            body = (tag.decode() if isinstance(tag, bytes) else tag).rsplit("#", 1)[0]
+            self.result["queue_accepted"].append(body)
+            if body == self.q_inflight:
+                self.q_inflight = None
+            if body == self.q_retry:
+                self.q_retry = None  # accepted after all: not sent again
+            if self.stopping and self.q_inflight is None:
                 self.stop()
 
     def on_rejected(self, event):
