@@ -433,7 +433,6 @@ class Traffic(Base):
         self.result = {"queue_accepted": [], "queue_reconnects": 0, "queue_errors": [], "anycast_sent": 0,
                        "anycast_received": 0, "anycast_max_gap": 0.0}
         self.q_next = 0
-        self.q_sends = 0
         self.q_inflight = None
         self.q_retry = None
         self.last_tick = None
@@ -474,14 +473,10 @@ class Traffic(Base):
             else:
                 body = "kill-%d" % self.q_next
                 self.q_next += 1
-            self.q_inflight = body
-            # the tag names the body (unique per send): an outcome that arrives after a
-            # reconnect, for a message already marked to go again, is still counted
-            self.q_sends += 1
-            self.qsnd.send(Message(id=body, body=body, durable=True), tag="%s#%d" % (body, self.q_sends))
+            self.q_inflight = body  # the tag names it, unique per send: a late outcome still counts
+            self.qsnd.send(Message(id=body, body=body, durable=True), tag="%s#%.6f" % (body, time.time()))
 
-    def _not_accepted(self):
-        # not accepted: it goes again (at least once)
+    def _not_accepted(self):  # not accepted: it goes again (at least once)
         if self.q_inflight is not None:
             self.q_retry = self.q_inflight
             self.q_inflight = None
@@ -493,8 +488,7 @@ class Traffic(Base):
             self.result["queue_accepted"].append(body)
             if body == self.q_inflight:
                 self.q_inflight = None
-            if body == self.q_retry:
-                self.q_retry = None  # accepted after all: not sent again
+            self.q_retry = None if body == self.q_retry else self.q_retry  # accepted after all: not sent again
             if self.stopping and self.q_inflight is None:
                 self.stop()
 
@@ -506,10 +500,7 @@ class Traffic(Base):
     def on_released(self, event):
         if event.sender == self.qsnd:
             self._not_accepted()
-
-    def on_modified(self, event):
-        if event.sender == self.qsnd:
-            self._not_accepted()
+    on_modified = on_released
 
     def on_disconnected(self, event):
         if event.connection == self.qconn:
