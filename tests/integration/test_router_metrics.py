@@ -163,15 +163,11 @@ def _role_collect_config(tmp_path, url, tls):
     spec.loader.exec_module(role_play)
     conf_dir = tmp_path / "conf"
     conf_dir.mkdir()
-    book = [{"hosts": "localhost", "gather_facts": False, "connection": "local", "check_mode": True,
-             "tasks": [{"name": "config", "ansible.builtin.include_role": {
-                 "name": "enmasse.messaging.capacity_planner", "tasks_from": "config"},
-                 "vars": {"capacity_planner_config_dir": str(conf_dir), "capacity_planner_model": {},
-                          "capacity_planner_router_url": url, "capacity_planner_router_tls": tls}}]}]
-    _out, results = role_play.run_book(tmp_path, book, env={"ANSIBLE_DIFF_ALWAYS": "True"})
-    written = [res for name, res in results if name.endswith(": Write the collector configuration")]
-    assert len(written) == 1, results
-    return json.loads(written[0]["diff"][0]["after"])
+    return json.loads(role_play.check_mode_content(
+        tmp_path, "capacity_planner", "config",
+        {"capacity_planner_config_dir": str(conf_dir), "capacity_planner_model": {},
+         "capacity_planner_router_url": url, "capacity_planner_router_tls": tls},
+        "Write the collector configuration"))
 
 
 def test_the_collector_samples_the_management_listener_with_the_roles_tls(tmp_path):

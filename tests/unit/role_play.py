@@ -31,6 +31,19 @@ def role_play(tmp_path, role, tasks_from, variables, env=None):
     return run_book(tmp_path, book, env=env)
 
 
+def check_mode_content(tmp_path, role, tasks_from, variables, task, env=None):
+    """What the task named ``task`` of the role's ``tasks_from`` would write
+    (check mode with --diff: its diff's ``after``), with ``variables``."""
+    book = [{"hosts": "localhost", "gather_facts": False, "connection": "local", "check_mode": True,
+             "tasks": [{"name": "role %s" % tasks_from, "ansible.builtin.include_role": {
+                 "name": "enmasse.messaging.%s" % role, "tasks_from": tasks_from}, "vars": variables}]}]
+    _out, results = run_book(tmp_path, book, env=dict(env or {}, ANSIBLE_DIFF_ALWAYS="True"))
+    assert not failed(results), failed(results)
+    written = [res for name, res in results if name.endswith(" : " + task)]
+    assert len(written) == 1, results
+    return written[0]["diff"][0]["after"]
+
+
 def failed(results):
     return [(name, res) for name, res in results if res.get("failed")]
 

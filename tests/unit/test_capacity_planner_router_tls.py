@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from role_play import failed, role_play, run_book
+from role_play import check_mode_content, failed, role_play
 
 TLS = {"ca_file": "/etc/qpid-dispatch/tls/management-ca.pem",
        "cert_file": "/etc/qpid-dispatch/tls/management-client.pem",
@@ -19,14 +19,8 @@ URL = "amqps://127.0.0.1:55670"
 
 def _collect_json(tmp_path, **variables):
     variables = dict({"capacity_planner_config_dir": str(tmp_path), "capacity_planner_model": {}}, **variables)
-    book = [{"hosts": "localhost", "gather_facts": False, "connection": "local", "check_mode": True,
-             "tasks": [{"name": "config", "ansible.builtin.include_role": {
-                 "name": "enmasse.messaging.capacity_planner", "tasks_from": "config"}, "vars": variables}]}]
-    _out, results = run_book(tmp_path, book, env={"ANSIBLE_DIFF_ALWAYS": "True"})
-    assert not failed(results), failed(results)
-    written = [res for name, res in results if name.endswith(": Write the collector configuration")]
-    assert len(written) == 1
-    return json.loads(written[0]["diff"][0]["after"])
+    return json.loads(check_mode_content(tmp_path, "capacity_planner", "config", variables,
+                                         "Write the collector configuration"))
 
 
 def test_the_management_tls_becomes_the_collectors_options(tmp_path):
