@@ -145,12 +145,17 @@ EXAMPLES = r"""
   enmasse.messaging.metrics_collect:
     infra: prod
 
-- name: Sample one space and the router in front of it, into S3
+- name: Sample one space and the router in front of it (the router role's management listener), into S3
   enmasse.messaging.metrics_collect:
     address_space: tenant-a
     store: s3://metrics-bucket/enmasse
     infra: prod
-    router_url: amqp://127.0.0.1:5672
+    router_url: "{{ router_management.url }}"
+    router_ca_file: "{{ router_management.tls.ca_file }}"
+    router_cert_file: "{{ router_management.tls.cert_file }}"
+    router_key_file: "{{ router_management.tls.key_file }}"
+    router_sasl_mechanisms: EXTERNAL
+    router_verify_hostname: false
     router_memory_max: 2147483648
 
 - name: See what would be recorded, without writing
