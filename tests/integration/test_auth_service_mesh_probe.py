@@ -63,11 +63,16 @@ def env(tmp_path_factory):
         mesh.cleanup()
 
 
-def mesh_values(env):
+def scraped(env, prefix):
+    """{series: value} of the scrape's samples whose name starts with ``prefix``."""
     status, text = metrics_scrape(env["port"], env["ca"], USER, PASSWORD)
     assert status == 200, text
     return dict((name, float(value)) for name, value in (
-        line.rsplit(" ", 1) for line in text.splitlines() if line.startswith("enmasse_router_")))
+        line.rsplit(" ", 1) for line in text.splitlines() if line.startswith(prefix)))
+
+
+def mesh_values(env):
+    return scraped(env, "enmasse_router_")
 
 
 def wait_for(env, want, timeout=60):
@@ -81,10 +86,7 @@ def wait_for(env, want, timeout=60):
 
 
 def address_values(env):
-    status, text = metrics_scrape(env["port"], env["ca"], USER, PASSWORD)
-    assert status == 200, text
-    return dict((name, float(value)) for name, value in (
-        line.rsplit(" ", 1) for line in text.splitlines() if line.startswith("enmasse_addresses{")))
+    return scraped(env, "enmasse_addresses{")
 
 
 def test_probe_counts_each_spaces_addresses_by_phase(env):
@@ -108,10 +110,7 @@ def test_probe_counts_each_spaces_addresses_by_phase(env):
 
 
 def router_counters(env):
-    status, text = metrics_scrape(env["port"], env["ca"], USER, PASSWORD)
-    assert status == 200, text
-    return dict((name, float(value)) for name, value in (
-        line.rsplit(" ", 1) for line in text.splitlines() if line.startswith("qdr_")))
+    return scraped(env, "qdr_")
 
 
 def test_probe_serves_the_routers_own_metrics(env):
