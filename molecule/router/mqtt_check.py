@@ -294,6 +294,22 @@ def plain(a):
         return {"listening": False, "error": str(e)}
 
 
+def connect_times(a, cfg):
+    """``a.times`` CONNECTs, each closed after its CONNACK: the last one's
+    outcome, with ``refused`` (how many were not connected) when more than one."""
+    refused = 0
+    for unused in range(a.times):
+        c, out = connect(cfg, a.gateway, a.space, password=a.password)
+        if c is None:
+            refused += 1
+        else:
+            c.disconnect()
+            c.loop_stop()
+    if a.times > 1:
+        out["refused"] = refused
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -306,6 +322,8 @@ def main():
     s = sub.add_parser("connect")
     s.add_argument("--gateway", required=True)
     s.add_argument("--password")
+    # several CONNECTs one after the other (an alert's condition: logins refused)
+    s.add_argument("--times", type=int, default=1)
     s = sub.add_parser("plain")
     s.add_argument("--gateway", required=True)
     s = sub.add_parser("will-crash")
@@ -328,10 +346,7 @@ def main():
     elif a.cmd == "will-crash":
         out = will_crash(a, cfg)
     else:
-        c, out = connect(cfg, a.gateway, a.space, password=a.password)
-        if c is not None:
-            c.disconnect()
-            c.loop_stop()
+        out = connect_times(a, cfg)
     print(json.dumps(out, sort_keys=True))
 
 

@@ -10,10 +10,15 @@ SASL port answers while the probe waits on a router that is down.
 Its address counts (alert EnmasseAddressesPending): the collection's own
 entities made on router-0 (standard/entities.py), a queue whose broker does
 not run (nothing listens on the connector's port: its autoLinks stay
-inactive) reads Pending, router-only addresses read Active, per space."""
+inactive) reads Pending, router-only addresses read Active, per space.
+
+qdrouterd's own metrics (``qdr_*``, the router entity's counters): 22 of
+them, the mesh's other router counted, and 1,000 deliveries a client sends
+through router-0 and accepts counted in ingress, egress and accepted."""
 import json
 import os
 import socket
+import threading
 import time
 
 import pytest
@@ -58,11 +63,16 @@ def env(tmp_path_factory):
         mesh.cleanup()
 
 
-def mesh_values(env):
+def scraped(env, prefix):
+    """{series: value} of the scrape's samples whose name starts with ``prefix``."""
     status, text = metrics_scrape(env["port"], env["ca"], USER, PASSWORD)
     assert status == 200, text
     return dict((name, float(value)) for name, value in (
-        line.rsplit(" ", 1) for line in text.splitlines() if line.startswith("enmasse_router_")))
+        line.rsplit(" ", 1) for line in text.splitlines() if line.startswith(prefix)))
+
+
+def mesh_values(env):
+    return scraped(env, "enmasse_router_")
 
 
 def wait_for(env, want, timeout=60):
@@ -76,10 +86,7 @@ def wait_for(env, want, timeout=60):
 
 
 def address_values(env):
-    status, text = metrics_scrape(env["port"], env["ca"], USER, PASSWORD)
-    assert status == 200, text
-    return dict((name, float(value)) for name, value in (
-        line.rsplit(" ", 1) for line in text.splitlines() if line.startswith("enmasse_addresses{")))
+    return scraped(env, "enmasse_addresses{")
 
 
 def test_probe_counts_each_spaces_addresses_by_phase(env):
@@ -100,6 +107,57 @@ def test_probe_counts_each_spaces_addresses_by_phase(env):
         seen = address_values(env)
     assert seen == want, "%s\n%s" % (seen, env["service"].text()[-3000:])
     assert "mesh probe: addresses not ready: shop 1" in env["service"].text()
+
+
+def router_counters(env):
+    return scraped(env, "qdr_")
+
+
+def test_probe_serves_the_routers_own_metrics(env):
+    # runs while router-0 (the local router) and router-1 are up: qdrouterd's own counters under its own
+    # names, read from the router entity; 1,000 deliveries a client sends through router-0 (and accepts)
+    # show in them (the probe's own management requests add about 10 a second: too few to pass alone)
+    from proton import Message
+    from proton.utils import BlockingConnection
+    deadline, before = time.time() + 30, {}
+    while time.time() < deadline and "qdr_accepted_deliveries_total" not in before:
+        before = router_counters(env)
+        time.sleep(0.5)
+    assert len(before) == 22, before
+    assert before["qdr_routers_total"] == 1  # the other router
+    assert before["qdr_connections_total"] >= 2  # the inter-router connection and the probe's own
+    url, got = env["mesh"][0].management_url, []
+    # two connections, each pumped by its own thread: the sender waits for each outcome (accepted)
+    inbound = BlockingConnection(url, timeout=30)
+    receiver = inbound.create_receiver("probe-counters", credit=100)
+
+    def receive():
+        for unused in range(1000):
+            got.append(receiver.receive(timeout=30).body)
+            receiver.accept()
+    thread = threading.Thread(target=receive, daemon=True)
+    thread.start()
+    outbound = BlockingConnection(url, timeout=30)
+    try:
+        sender = outbound.create_sender("probe-counters")
+        for i in range(1000):
+            sender.send(Message(body="m%d" % i))
+        thread.join(30)
+    finally:
+        outbound.close()
+        inbound.close()
+    assert len(got) == 1000
+    want = {"qdr_deliveries_ingress_total": 1000, "qdr_deliveries_egress_total": 1000,
+            "qdr_accepted_deliveries_total": 1000}
+    deadline, grew = time.time() + 30, {}
+    while time.time() < deadline:
+        after = router_counters(env)
+        grew = dict((k, after.get(k, 0) - before[k]) for k in want)
+        if all(grew[k] >= want[k] for k in want):
+            break
+        time.sleep(0.5)
+    assert all(grew[k] >= want[k] for k in want), (grew, env["service"].text()[-3000:])
+    assert grew["qdr_accepted_deliveries_total"] < 1200, grew
 
 
 def test_probe_follows_the_mesh(env):

@@ -62,16 +62,28 @@ def test_count_routers_refuses_what_is_no_answer():
 TYPES = dict((t, k) for k, t, unused in mesh.ADDRESS_KINDS)
 
 
-def router(node_reply, entities, fail=()):
+# the router entity as qdrouterd 1.19 answers it (integers; a few counters not zero)
+STATS = dict((attribute, 0) for unused, unused, attribute, unused in mesh.ROUTER_METRICS)
+STATS.update(connectionCount=7, linkCount=31, nodeCount=2, deliveriesIngress=1234, acceptedDeliveries=1200)
+
+
+def router(node_reply, entities, fail=(), stats=None):
     """A fake management ``call``: the router.node QUERY answered with
-    ``node_reply``, the others from ``entities`` ({kind: [(name, operStatus)]}),
-    paged as qdrouterd pages; a kind in ``fail`` answered 403."""
+    ``node_reply``, the router entity's with ``stats`` (default STATS), the
+    others from ``entities`` ({kind: [(name, operStatus)]}), paged as
+    qdrouterd pages; a kind in ``fail`` (or "router") answered 403."""
     asked = []
 
     def call(properties, body):
         asked.append(properties["entityType"])
         if properties["entityType"] == mesh.NODE_TYPE:
             return node_reply
+        if properties["entityType"] == mesh.ROUTER_TYPE:
+            if "router" in fail:
+                return {"statusCode": 403, "statusDescription": "Forbidden"}, None
+            row = stats if stats is not None else STATS
+            names = body["attributeNames"]
+            return OK, {"attributeNames": names, "results": [[row.get(n) for n in names]]}
         kind = TYPES[properties["entityType"]]
         if kind in fail:
             return {"statusCode": 403, "statusDescription": "Forbidden"}, None
@@ -118,12 +130,30 @@ def test_address_queries_are_paged(monkeypatch):
 
 
 def test_read_router_keeps_the_router_count_when_the_addresses_fail():
-    routers, addresses, why = mesh.read_router(router(full("r0", "r1"), SPACE))
-    assert (routers, addresses["s"]["Pending"], why) == (2, 2, None)
-    routers, addresses, why = mesh.read_router(router(full("r0", "r1"), SPACE, fail=("linkRoute",)))
-    assert (routers, addresses) == (2, None) and "linkRoute QUERY answered 403" in str(why)
+    routers, addresses, stats, why = mesh.read_router(router(full("r0", "r1"), SPACE))
+    assert (routers, addresses["s"]["Pending"], stats, why) == (2, 2, STATS, None)
+    routers, addresses, stats, why = mesh.read_router(router(full("r0", "r1"), SPACE, fail=("linkRoute",)))
+    assert (routers, addresses, stats) == (2, None, STATS) and "linkRoute QUERY answered 403" in str(why)
+    routers, addresses, stats, why = mesh.read_router(router(full("r0", "r1"), SPACE, fail=("router",)))
+    assert (routers, addresses["s"]["Pending"], stats) == (2, 2, None) and "router QUERY answered 403" in str(why)
     with pytest.raises(ValueError, match="router.node"):
         mesh.read_router(router(({"statusCode": 500}, None), SPACE))
+
+
+def test_the_router_entity_query_and_its_counters():
+    properties, body = mesh.stats_request()
+    assert (properties["operation"], properties["entityType"]) == ("QUERY", "org.apache.qpid.dispatch.router")
+    assert body["attributeNames"] == [a for unused, unused, a, unused in mesh.ROUTER_METRICS]
+    assert len(set(body["attributeNames"])) == len(mesh.ROUTER_METRICS) == 22
+    # what is not a counter is left out (a router that gave null, text, a negative number or a bool)
+    got = mesh.router_stats(OK, {"attributeNames": ["linkCount", "nodeCount", "addrCount", "linksBlocked", "x"],
+                                 "results": [[3, None, "7", -1, True]]})
+    assert got == {"linkCount": 3}
+    for reply_ in ((OK, {"attributeNames": ["linkCount"], "results": []}),
+                   (OK, {"attributeNames": ["linkCount"], "results": [[1], [2]]}),
+                   ({"statusCode": 500}, None)):
+        with pytest.raises(ValueError):
+            mesh.router_stats(*reply_)
 
 
 def samples(text):
@@ -132,7 +162,7 @@ def samples(text):
 
 def test_probe_series_on_the_metrics_endpoint():
     answers = [router(full("r1", "r2"), SPACE), router(full("r1"), {}),
-               router(full("r1"), SPACE, fail=("address",)), OSError("connection refused")]
+               router(full("r1"), SPACE, fail=("address", "router")), OSError("connection refused")]
 
     def query(url, timeout):
         assert (url, timeout) == ("amqp://127.0.0.1:55670", 5)
@@ -155,16 +185,26 @@ def test_probe_series_on_the_metrics_endpoint():
     assert (values['enmasse_addresses{space="s",phase="Active"}'], values['enmasse_addresses{space="s",phase="Pending"}'],
             values['enmasse_addresses{space="u",phase="Pending"}']) == ("3", "2", "0")
     assert "# TYPE enmasse_addresses gauge" in m.render()
+    # qdrouterd's own metrics under its own names and types
+    assert (values["qdr_connections_total"], values["qdr_routers_total"], values["qdr_deliveries_ingress_total"],
+            values["qdr_accepted_deliveries_total"], values["qdr_links_blocked_total"]) == ("7", "2", "1234", "1200", "0")
+    assert len([k for k in values if k.startswith("qdr_")]) == len(mesh.ROUTER_METRICS)
+    assert "# TYPE qdr_deliveries_ingress_total counter" in m.render()
+    assert "# TYPE qdr_connections_total gauge" in m.render()
     probe.poll()  # no address entities: no space
     values = samples(m.render())
-    assert values["enmasse_router_mesh_routers"] == "1" and not [k for k in values if "addresses" in k]
-    probe.poll()  # the address QUERY refused: the router count stays, the address counts go
+    assert values["enmasse_router_mesh_routers"] == "1" and not [k for k in values if k.startswith("enmasse_addresses")]
+    probe.poll()  # the address and router QUERYs refused: the router count stays, the address counts and counters go
     values = samples(m.render())
-    assert values["enmasse_router_management_up"] == "1" and not [k for k in values if "addresses" in k]
+    assert values["enmasse_router_management_up"] == "1" and not [k for k in values if k.startswith("enmasse_addresses")]
+    assert not [k for k in values if k.startswith("qdr_")]
     probe.poll()
     values = samples(m.render())
     assert values["enmasse_router_management_up"] == "0" and "enmasse_router_mesh_routers" not in values
-    assert values["enmasse_router_mesh_expected_routers"] == "2" and not [k for k in values if "addresses" in k]
+    assert values["enmasse_router_mesh_expected_routers"] == "2" and not [k for k in values if k.startswith("enmasse_addresses")]
+    # management down: no counter is kept from the last poll
+    assert not [k for k in values if k.startswith("qdr_")]
+    assert "# TYPE qdr_connections_total gauge" in m.render()
 
 
 def test_without_a_probe_no_mesh_series():

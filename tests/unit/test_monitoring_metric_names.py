@@ -13,7 +13,9 @@ here:
   configuration, roles/broker/templates/jmx-exporter.yml.j2;
 * qdrouterd 1.19: the ``metrics[]`` table of src/http-libwebsockets.c in the
   router source archive (scripts/router-archive.sh); skipped when the archive
-  is not on this machine;
+  is not on this machine. The auth service's mesh probe serves every one of
+  them (read from the router entity over management), with the same name
+  and type: checked against that table;
 * the capacity loop: the ``# TYPE`` lines of ``loop_metrics.render()`` (the
   textfile of every run that reaches its end, plugins/module_utils/model/
   loop_metrics.py, run here) and of the ``ExecStopPost`` of
@@ -86,6 +88,11 @@ def broker_names():
 
 
 def router_names():
+    return set(router_table())
+
+
+def router_table():
+    """{name: type} of qdrouterd's ``metrics[]``."""
     r = subprocess.run(["bash", os.path.join(REPO, "scripts", "router-archive.sh")],
                        capture_output=True, text=True, check=False)
     if r.returncode != 0:
@@ -94,7 +101,7 @@ def router_names():
         member = next(m for m in tar.getmembers() if m.name.endswith("/src/http-libwebsockets.c"))
         src = tar.extractfile(member).read().decode("utf-8")
     table = re.search(r"metric_definition metrics\[\] = \{(.*?)\};", src, re.S).group(1)
-    return set(re.findall(r'\{"(qdr_[a-z0-9_]+)",', table))
+    return dict(re.findall(r'\{"(qdr_[a-z0-9_]+)",\s*"([a-z]+)"', table))
 
 
 # PromQL: what is not a metric name once strings, matchers, ranges and
@@ -166,9 +173,9 @@ def test_the_lists_are_read_from_the_exporters():
                             "enmasse_loop_last_run_failed"}
 
 
-def test_every_non_router_name_read_by_a_rule_or_dashboard_is_emitted():
+def test_every_name_read_by_a_rule_or_dashboard_is_emitted():
     known = gateway_names() | auth_service_names() | broker_names() | loop_names() | PROMETHEUS_OWN
-    refs = {n: w for n, w in referenced().items() if not n.startswith("qdr_")}
+    refs = referenced()
     unknown = {n: w for n, w in refs.items() if n not in known and n not in GAPS}
     assert unknown == {}
     # a gap is still one (no exporter emits it) and still read somewhere
@@ -180,6 +187,12 @@ def test_every_router_name_read_by_a_rule_or_dashboard_is_in_qdrouterd():
     assert "qdr_routers_total" in names and len(names) >= 20
     unknown = {n: w for n, w in referenced().items() if n.startswith("qdr_") and n not in names}
     assert unknown == {}
+
+
+def test_the_auth_service_serves_every_one_of_qdrouterds_own_metrics_with_its_type():
+    # the mesh probe reads them over management (the router's HTTP port cannot authenticate)
+    assert dict((n, k) for n, k, unused, unused in auth_mesh.ROUTER_METRICS) == router_table()
+    assert set(router_table()) <= auth_service_names()
 
 
 def test_the_mqtt_gateway_and_auth_service_are_read_by_rules_and_a_dashboard():

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The auth service's optional mesh probe (docs/monitoring.md "Router mesh").
 
-qdrouterd 1.19 exposes no metrics, so the auth service, which runs on every
+qdrouterd 1.19 exposes no metrics that authenticate, so the auth service, which runs on every
 router host, asks the local router over AMQP management how many routers it
 reaches: a QUERY of ``router.node`` (one entity per router it knows, itself
 included, with the routers each has links to: count_routers). Every ``mesh_poll_interval`` seconds
@@ -23,7 +23,13 @@ on the event loop and never wait for it). Exported on the metrics endpoint:
   paged. Spaces are those the router has entities of (the configured ones:
   the collection names every entity, no client does). Absent while their
   last read failed. Addresses not placed on a broker yet (``address_info``'s
-  Pending) have no router entity: not counted.
+  Pending) have no router entity: not counted;
+* qdrouterd's own metrics under their own names (``qdr_connections_total``,
+  ``qdr_deliveries_ingress_total``, ...: ``ROUTER_METRICS``), which its
+  HTTP /metrics would serve if that port could authenticate
+  (docs/monitoring.md): one more QUERY, of the router entity, whose
+  attributes hold the same core counters. Absent while their last read
+  failed.
 
 Needs python-qpid-proton (the router role installs it), imported only when
 the probe runs; the rest of the service stays standard library only."""
@@ -54,6 +60,39 @@ ATTRIBUTES = ("id", "linkState", "nextHop")
 ADDRESS_KINDS = ((entities.ADDRESS, QDR + ".router.config.address", ("name",)),
                  (entities.AUTOLINK, QDR + ".router.config.autoLink", ("name", "operStatus")),
                  (entities.LINKROUTE, QDR + ".router.config.linkRoute", ("name", "operStatus")))
+# qdrouterd's own metrics, as its HTTP /metrics would serve them (src/http-libwebsockets.c
+# metrics[]: name and type; tests/unit/test_monitoring_metric_names.py checks both against the
+# source), from the router entity's attribute that holds the same core counter (agent_router.c)
+ROUTER_TYPE = QDR + ".router"
+ROUTER_METRICS = (
+    ("qdr_connections_total", "gauge", "connectionCount", "Connections open"),
+    ("qdr_links_total", "gauge", "linkCount", "Links open"),
+    ("qdr_addresses_total", "gauge", "addrCount", "Addresses known"),
+    ("qdr_routers_total", "gauge", "nodeCount", "Other routers known in the mesh"),
+    ("qdr_link_routes_total", "gauge", "linkRouteCount", "Link routes configured"),
+    ("qdr_auto_links_total", "gauge", "autoLinkCount", "Auto links configured"),
+    ("qdr_presettled_deliveries_total", "counter", "presettledDeliveries", "Presettled deliveries"),
+    ("qdr_dropped_presettled_deliveries_total", "counter", "droppedPresettledDeliveries",
+     "Presettled deliveries dropped (congestion)"),
+    ("qdr_accepted_deliveries_total", "counter", "acceptedDeliveries", "Deliveries accepted"),
+    ("qdr_released_deliveries_total", "counter", "releasedDeliveries", "Deliveries released"),
+    ("qdr_rejected_deliveries_total", "counter", "rejectedDeliveries", "Deliveries rejected"),
+    ("qdr_modified_deliveries_total", "counter", "modifiedDeliveries", "Deliveries modified"),
+    ("qdr_deliveries_ingress_total", "counter", "deliveriesIngress", "Deliveries entering the router"),
+    ("qdr_deliveries_egress_total", "counter", "deliveriesEgress", "Deliveries leaving the router"),
+    ("qdr_deliveries_transit_total", "counter", "deliveriesTransit", "Deliveries passing through to another router"),
+    ("qdr_deliveries_ingress_route_container_total", "counter", "deliveriesIngressRouteContainer",
+     "Deliveries from route containers (brokers)"),
+    ("qdr_deliveries_egress_route_container_total", "counter", "deliveriesEgressRouteContainer",
+     "Deliveries to route containers (brokers)"),
+    ("qdr_deliveries_delayed_1sec_total", "counter", "deliveriesDelayed1Sec", "Deliveries unsettled for more than 1 s"),
+    ("qdr_deliveries_delayed_10sec_total", "counter", "deliveriesDelayed10Sec",
+     "Deliveries unsettled for more than 10 s"),
+    ("qdr_deliveries_stuck_total", "gauge", "deliveriesStuck", "Deliveries stuck (unsettled, no progress)"),
+    ("qdr_links_blocked_total", "gauge", "linksBlocked", "Links blocked (no credit for a long time)"),
+    ("qdr_deliveries_redirected_to_fallback_total", "counter", "deliveriesRedirectedToFallback",
+     "Deliveries redirected to a fallback address"),
+)
 PAGE = 1000
 # address phases (model/status.py's names): ready, not ready
 ACTIVE, PENDING = "Active", "Pending"
@@ -198,15 +237,40 @@ def count_addresses(rows):
     return out
 
 
+def stats_request():
+    """``(properties, body)`` of the QUERY of the router entity's counters."""
+    return ({"operation": "QUERY", "type": "org.amqp.management", "entityType": ROUTER_TYPE, "name": "self"},
+            {"attributeNames": [attribute for unused, unused, attribute, unused in ROUTER_METRICS]})
+
+
+def router_stats(properties, body):
+    """``{attribute: value}`` of the router entity's counters in a QUERY
+    reply (integers only: an attribute the router did not give, or gave as
+    something else, is left out); ValueError when it is no successful reply
+    or has no row."""
+    rows = reply_rows(properties, body, "router")
+    if len(rows) != 1:
+        raise ValueError("router QUERY reply has %d rows, not 1" % len(rows))
+    return dict((k, v) for k, v in rows[0].items()
+                if isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+
+
 def read_router(call):
-    """``(routers, addresses, why)`` of one poll: ``count_routers`` (raises
-    when router.node cannot be read: management down), ``count_addresses``
-    (None, and ``why``, when the address entities could not be read)."""
+    """``(routers, addresses, stats, why)`` of one poll: ``count_routers``
+    (raises when router.node cannot be read: management down),
+    ``count_addresses`` and ``router_stats`` (each None, and ``why``, when it
+    could not be read)."""
     routers = count_routers(*call(*query_request()))
+    stats = addresses = why = None
     try:
-        return routers, count_addresses(address_entities(call)), None
-    except Exception as exc:  # the router's or proton's failure: no address counts
-        return routers, None, exc
+        stats = router_stats(*call(*stats_request()))
+    except Exception as exc:  # the router's or proton's failure: no counters
+        why = exc
+    try:
+        addresses = count_addresses(address_entities(call))
+    except Exception as exc:  # no address counts
+        why = exc
+    return routers, addresses, stats, why
 
 
 def management_tls(config):
@@ -248,27 +312,30 @@ class MeshProbe(object):
         self.query = query
         self.routers = None  # None: the last poll failed (or none yet)
         self.addresses = None  # {space: {phase: count}}; None: not read by the last poll
+        self.stats = None  # the router entity's counters ({attribute: value}); None: not read by the last poll
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.thread = None
 
     def poll(self):
         try:
-            routers, addresses, why = self.query(self.url, self.timeout)
+            routers, addresses, stats, why = self.query(self.url, self.timeout)
         except Exception as exc:  # any failure of the router or of proton: management down
             with self.lock:
-                was_up, self.routers, self.addresses = self.routers is not None, None, None
+                was_up, self.routers, self.addresses, self.stats = self.routers is not None, None, None, None
             (LOG.warning if was_up else LOG.debug)("mesh probe: %s: %s", self.url, exc)
             return
         with self.lock:
             changed = routers != self.routers
             pending = self.pending(addresses) != self.pending(self.addresses)
-            lost = addresses is None and self.addresses is not None
-            self.routers, self.addresses = routers, addresses
+            lost = [what for what, new, old in (("the addresses", addresses, self.addresses),
+                                                ("the router's counters", stats, self.stats))
+                    if new is None and old is not None]
+            self.routers, self.addresses, self.stats = routers, addresses, stats
         if changed:
             LOG.info("mesh probe: the router reaches %d of %d routers", routers, self.expected)
         if lost:
-            LOG.warning("mesh probe: %s: the addresses: %s", self.url, why)
+            LOG.warning("mesh probe: %s: %s: %s", self.url, " and ".join(lost), why)
         if pending and addresses is not None:
             LOG.info("mesh probe: addresses not ready: %s", ", ".join(
                 "%s %d" % (s, c[PENDING]) for s, c in sorted(addresses.items()) if c[PENDING]) or "none")
@@ -299,7 +366,7 @@ class MeshProbe(object):
     def lines(self):
         """Its series in the Prometheus text format."""
         with self.lock:
-            routers, addresses = self.routers, self.addresses
+            routers, addresses, stats = self.routers, self.addresses, self.stats
         up = int(routers is not None)
         out = []
         for name, text, value in (
@@ -314,6 +381,11 @@ class MeshProbe(object):
         for space, counts in sorted((addresses or {}).items()):
             for phase in (ACTIVE, PENDING):
                 out.append('enmasse_addresses{space="%s",phase="%s"} %d' % (_label(space), phase, counts[phase]))
+        for name, kind, attribute, text in ROUTER_METRICS:
+            out += ["# HELP %s %s (the local qdrouterd's %s, read over management)" % (name, text, attribute),
+                    "# TYPE %s %s" % (name, kind)]
+            if stats and attribute in stats:
+                out.append("%s %d" % (name, stats[attribute]))
         return out
 
 
