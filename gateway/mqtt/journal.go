@@ -307,7 +307,7 @@ func (s *RetainStore) Send(address string, msg *amqp.Message, settled bool) erro
 	}
 	snd, err := sess.NewSender(ctx, address, nil)
 	if err != nil {
-		s.drop(sess)
+		s.drop(sess, nil, err)
 		return err
 	}
 	defer func() { _ = snd.Close(ctx) }()
@@ -325,7 +325,7 @@ func (s *RetainStore) Send(address string, msg *amqp.Message, settled bool) erro
 		}
 	}
 	if err != nil && !notAuthorized(err) {
-		s.drop(sess)
+		s.drop(sess, nil, err)
 	}
 	return err
 }

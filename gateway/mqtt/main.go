@@ -131,6 +131,8 @@ func main() {
 	b.loadRecordIndex()
 	// the retained messages of AMQP clients (observer.go)
 	b.observeRetained()
+	// sessions other instances take over (takeover.go)
+	b.watchTakeovers()
 	// the listeners hand mochi tailConns (disconnect.go); otherwise mochi's TCP listener
 	if c.ListenTLS != "" {
 		ln, err := net.Listen("tcp", c.ListenTLS)

@@ -115,8 +115,10 @@ func (s *RetainStore) reset() {
 //
 // A send that fails on a link or connection the store had open before (the
 // broker restarted: the router detaches the routed link with
-// qd:routed-link-lost) is tried once more on a fresh connection. Sending
-// twice is harmless: the queue keeps the last value per topic.
+// qd:routed-link-lost; the queue moved: the old broker refuses it) is tried
+// once more on a fresh sender, and on a fresh connection when the
+// connection ended (drop). Sending twice is harmless: the queue keeps the
+// last value per topic.
 func (s *RetainStore) Put(topic string, payload []byte, qos byte) error {
 	m := amqp.NewMessage(payload)
 	m.Header = &amqp.MessageHeader{Durable: true}
@@ -139,12 +141,12 @@ func (s *RetainStore) send(m *amqp.Message) error {
 		if err = sender.Send(ctx, m, nil); err == nil {
 			return nil
 		}
-		s.drop(sess)
+		s.drop(sess, sender, err)
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return fmt.Errorf("retained store: %v", err)
+	return fmt.Errorf("retained store: %w", err)
 }
 
 // link returns the session and the queue's sender, dialing when needed.
@@ -157,21 +159,50 @@ func (s *RetainStore) link(ctx context.Context) (*amqp.Session, *amqp.Sender, er
 	}
 	if s.sender == nil {
 		if s.sender, err = sess.NewSender(ctx, s.Address, nil); err != nil {
-			s.reset()
-			return nil, nil, fmt.Errorf("retained store: sender to %s: %v", s.Address, err)
+			s.sender = nil
+			if connLost(err) {
+				s.reset()
+			}
+			return nil, nil, fmt.Errorf("retained store: sender to %s: %w", s.Address, err)
 		}
 	}
 	return sess, s.sender, nil
 }
 
-// drop forgets the connection after a failure on sess (not if another
-// caller already replaced it); the next operation dials again.
-func (s *RetainStore) drop(sess *amqp.Session) {
+// drop forgets what err broke, unless another caller already replaced it:
+// the connection when it (or its session) ended, else only the queue's
+// sender (when sender is the store's; nil: none). The connection is shared
+// by every read and send in flight: a link's failure (a rejected delivery,
+// a routed link the router or the broker detached while the queue moves)
+// must not end their reads (seen in test_mqtt_retained: a heartbeat's
+// rejection closed the connection under a subscription's read). The next
+// operation dials, or attaches, again.
+func (s *RetainStore) drop(sess *amqp.Session, sender *amqp.Sender, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sess == sess {
-		s.reset()
+	if s.sess != sess {
+		return
 	}
+	if connLost(err) {
+		s.reset()
+		return
+	}
+	if sender != nil && s.sender == sender {
+		s.sender = nil
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = sender.Close(ctx)
+			cancel()
+		}()
+	}
+}
+
+// connLost: err says the connection or its session ended, or an operation
+// ran out of time (the connection's state unknown); not a link's failure.
+func connLost(err error) bool {
+	var ce *amqp.ConnError
+	var se *amqp.SessionError
+	return errors.As(err, &ce) || errors.As(err, &se) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // readCredit is the receiver's credit while the queue is read; readIdle
@@ -216,17 +247,28 @@ func (s *RetainStore) readRecords() ([]Retained, error) {
 
 // readSelected: the queue's messages the broker's selector (JMS syntax, on
 // the application properties; "": all) lets through, in order.
+//
+// A read that fails is made once more (on a fresh connection when the
+// connection ended): the queue's routed link is lost while its broker
+// restarts or the queue moves to another broker, and a subscriber would
+// miss the retained messages.
 func (s *RetainStore) readSelected(ctx context.Context, selector string) ([]Retained, error) {
-	sess, err := s.lockedSession(ctx)
-	if err != nil {
-		return nil, err
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		var sess *amqp.Session
+		if sess, err = s.lockedSession(ctx); err != nil {
+			return nil, err
+		}
+		var all []Retained
+		if all, err = s.read(ctx, sess, selector); err == nil {
+			return all, nil
+		}
+		s.drop(sess, nil, err)
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	all, err := s.read(ctx, sess, selector)
-	if err != nil {
-		s.drop(sess)
-		return nil, err
-	}
-	return all, nil
+	return nil, err
 }
 
 func (s *RetainStore) read(ctx context.Context, sess *amqp.Session, selector string) ([]Retained, error) {
@@ -236,7 +278,7 @@ func (s *RetainStore) read(ctx context.Context, sess *amqp.Session, selector str
 	}
 	r, err := sess.NewReceiver(ctx, s.Address, opts)
 	if err != nil {
-		return nil, fmt.Errorf("retained store: receiver on %s: %v", s.Address, err)
+		return nil, fmt.Errorf("retained store: receiver on %s: %w", s.Address, err)
 	}
 	defer func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -252,7 +294,7 @@ func (s *RetainStore) read(ctx context.Context, sess *amqp.Session, selector str
 			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				return out, nil // idle: everything was read
 			}
-			return nil, fmt.Errorf("retained store: read: %v", err)
+			return nil, fmt.Errorf("retained store: read: %w", err)
 		}
 		_ = r.AcceptMessage(ctx, m) // non-destructive: the broker keeps it
 		if t, ok := m.ApplicationProperties[RetainKey].(string); ok {

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/Azure/go-amqp"
 )
 
 func TestMatchingKeepsTheLastPerTopicAndDropsTombstones(t *testing.T) {
@@ -22,6 +26,48 @@ func TestMatchingKeepsTheLastPerTopicAndDropsTombstones(t *testing.T) {
 	}
 	if n := len(matching(all, "t/b")); n != 0 {
 		t.Fatalf("a cleared topic came back: %d", n)
+	}
+}
+
+// A link's failure (a rejected retained message, a routed link the old
+// broker detached) leaves the store's shared connection open for the reads
+// in flight; the end of the connection or its session, or a timeout, drops
+// it (the next operation dials).
+func TestOnlyTheEndOfTheConnectionDropsIt(t *testing.T) {
+	linkFailures := []error{
+		&amqp.LinkError{RemoteErr: &amqp.Error{Condition: "qd:routed-link-lost"}},
+		&amqp.Error{Condition: amqp.ErrCondNotFound},
+		&notAccepted{&amqp.StateRejected{}},
+		fmt.Errorf("retained store: receiver on $mqtt/s/retained: %w", &amqp.LinkError{}),
+	}
+	connFailures := []error{
+		&amqp.ConnError{},
+		&amqp.SessionError{},
+		fmt.Errorf("retained store: read: %w", &amqp.ConnError{}),
+		fmt.Errorf("retained store: read: %w", context.DeadlineExceeded),
+	}
+	for _, err := range linkFailures {
+		sess, sender := new(amqp.Session), new(amqp.Sender)
+		s := &RetainStore{sess: sess, sender: sender}
+		s.drop(sess, nil, err)
+		if s.sess != sess || s.sender != sender {
+			t.Errorf("%T %v: the connection or the queue's sender was dropped", err, err)
+		}
+	}
+	for _, err := range connFailures {
+		sess := new(amqp.Session)
+		s := &RetainStore{sess: sess, sender: new(amqp.Sender)}
+		s.drop(sess, nil, err)
+		if s.sess != nil || s.sender != nil {
+			t.Errorf("%T %v: the connection was kept", err, err)
+		}
+	}
+	// a failure on a connection another caller already replaced changes nothing
+	sess := new(amqp.Session)
+	s := &RetainStore{sess: sess}
+	s.drop(new(amqp.Session), nil, &amqp.ConnError{})
+	if s.sess != sess {
+		t.Errorf("the replacing connection was dropped")
 	}
 }
 

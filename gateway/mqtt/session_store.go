@@ -118,19 +118,35 @@ func (r *sessionRecord) expired(now int64, hb map[string]int64, noticed int64) b
 // PutSession writes the client id's record (nil: a tombstone) and returns
 // once the broker accepted it.
 func (s *RetainStore) PutSession(id string, r *sessionRecord) error {
+	return s.putRecord(id, r, false)
+}
+
+// putRecord is PutSession; takeover adds the application property
+// mqtt_takeover = true (a write at a restore, takeover.go).
+func (s *RetainStore) putRecord(id string, r *sessionRecord, takeover bool) error {
 	var body []byte
 	if r != nil {
 		body = encodeRecord(r)
 	}
-	return s.putKey(sessionKeyPrefix+id, body)
+	props := map[string]any{RetainKey: sessionKeyPrefix + id}
+	if takeover {
+		props[takeoverKey] = true
+	}
+	return s.putMessage(body, props)
 }
 
 // putKey writes body (empty: a tombstone) as key's last value, durable,
 // and returns once the broker accepted it.
 func (s *RetainStore) putKey(key string, body []byte) error {
+	return s.putMessage(body, map[string]any{RetainKey: key})
+}
+
+// putMessage: body with the application properties props (the key's among
+// them), durable, once the broker accepted it.
+func (s *RetainStore) putMessage(body []byte, props map[string]any) error {
 	m := amqp.NewMessage(body)
 	m.Header = &amqp.MessageHeader{Durable: true}
-	m.ApplicationProperties = map[string]any{RetainKey: key}
+	m.ApplicationProperties = props
 	return s.send(m)
 }
 
@@ -186,6 +202,12 @@ func (b *Bridge) expiryOf(cl *mqtt.Client) uint32 {
 // made one at a time, each of the state when it is made (l.wmu): the last
 // one in the queue is the latest state.
 func (b *Bridge) saveSession(cl *mqtt.Client, l *link, disconnected int64) {
+	b.writeSession(cl, l, disconnected, false)
+}
+
+// writeSession is saveSession; takeover marks the write of a restore (the
+// other instances let the session go, takeover.go).
+func (b *Bridge) writeSession(cl *mqtt.Client, l *link, disconnected int64, takeover bool) {
 	if b.Store == nil || expires(cl) {
 		return
 	}
@@ -193,7 +215,7 @@ func (b *Bridge) saveSession(cl *mqtt.Client, l *link, disconnected int64) {
 	defer l.wmu.Unlock()
 	l.stored.Store(true) // before the write: a failed one may have reached the broker
 	b.records.Store(cl.ID, struct{}{})
-	if err := b.Store.PutSession(cl.ID, b.recordOf(cl, l, disconnected)); err != nil {
+	if err := b.Store.putRecord(cl.ID, b.recordOf(cl, l, disconnected), takeover); err != nil {
 		b.Log.Info("session record not written", "client", cl.ID, "error", err)
 	}
 }
@@ -307,7 +329,7 @@ func (b *Bridge) openStored(cl *mqtt.Client, clean bool, fresh *link, cs *connSt
 	}
 	b.restore(cl, l, r)
 	if !expires(cl) {
-		b.saveSession(cl, l, 0) // the new epoch
+		b.writeSession(cl, l, 0, true) // the new epoch; another instance holding it lets go
 	}
 	return l, true, t, nil
 }

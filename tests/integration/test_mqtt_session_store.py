@@ -228,3 +228,44 @@ def test_a_qos2_resend_after_a_kill_9_is_acknowledged_not_forwarded_again(env, g
         r.drop()  # its session has no subscription: nothing of q1 is held for it
     finally:
         consumer.stop()
+
+
+@pytest.mark.parametrize("connected", [True, False])
+def test_a_session_another_instance_takes_over_leaves_the_first_one(env, gw, tmp_path, connected):
+    """Live takeover across instances (gateway/mqtt/takeover.go): a client
+    id's persistent session on one instance (its client connected, or gone
+    away) is taken over by a CONNECT to a second instance of the space. The
+    first disconnects its client (MQTT 5 0x8E) and closes its receivers: all
+    20 messages sent to the queue q1 afterwards reach the client on the
+    second instance, none the first (without the takeover, the first's
+    receiver kept a share of them)."""
+    genv = on(env, gw)
+    root = tmp_path / "second"
+    root.mkdir()
+    config = gateway_config(env["std"], str(root), env["status"], 1, env["service_password"])
+    gw2 = Gateway(tmg.gateway_binary(), str(root), "gw-sessions-2", config).start()
+    try:
+        first = Session(genv, cid("moving-%s" % connected)).connect()
+        assert first.subscribe("q1") == [1] and not first.present
+        first.c.reconnect_delay_set(60, 120)  # paho would come back at once and take the session back
+        if not connected:
+            away(first, gw)
+        second = Session(on(env, gw2), first.client_id).connect()
+        assert second.connack == 0 and second.present, "not restored from the record"
+        assert tmg.wait_for(lambda: logged(gw, "session taken over by another instance",
+                                           "client=" + first.client_id, "connected=%s" % str(connected).lower()), 10)
+        if connected:
+            assert tmg.wait_for(lambda: first.disconnect_rc is not None, 10), "the first client was not disconnected"
+            assert first.disconnect_rc.value == 0x8E, first.disconnect_rc
+        bodies = payloads("moved-%s" % connected, 20)
+        send_amqp(env, "q1", bodies)
+        assert tmg.wait_for(lambda: len(got(second, bodies)) == 20, 20), (len(got(second, bodies)), len(got(first, bodies)))
+        assert sorted(got(second, bodies)) == sorted(bodies) and not got(first, bodies)
+    finally:
+        for s in [s for s in tmg.OPEN if s.env["port"] == gw2.port]:  # ended while their instance runs
+            tmg.OPEN.remove(s)
+            try:
+                s.close()
+            except AssertionError:
+                pass
+        asr.stop(gw2.proc)

@@ -1,0 +1,144 @@
+// Live takeover across instances (docs/mqtt-design.md "Takeover across
+// instances: what is built"). A CONNECT to instance B of a persistent
+// session that instance A holds in memory restores it on B from its record
+// (session_store.go). A must then let go of it, as mochi does within one
+// instance: a connected client on A is disconnected (MQTT 5 0x8E), and A's
+// receivers of the session are closed (their unsettled deliveries go back
+// to the router), so A takes no share of the session's messages any more.
+//
+// The record is the one truth: B's write of the record at the restore
+// (the new epoch, B as its owner) carries the application property
+// mqtt_takeover = true. Every instance keeps one receiver on the retained
+// queue with the selector "mqtt_takeover = TRUE" (non-destructive: it gets
+// each such write as it is made, and at its attach the current records
+// that are such writes). An instance holding the client id with a lower
+// epoch than the record's, and not the record's owner, lets the session
+// go. A record that is stale by the time it arrives changes nothing: a
+// later takeover by A wrote a record with a higher epoch, and the queue
+// keeps the last value per client id. No message is written for this but
+// the record B writes anyway; each instance holds one more AMQP connection.
+package main
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/Azure/go-amqp"
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+const (
+	// takeoverKey: the application property of a record written at a restore.
+	takeoverKey      = "mqtt_takeover"
+	takeoverSelector = takeoverKey + " = TRUE"
+	takeoverRetry    = 2 * time.Second // after the watcher's connection or link was lost
+	takeoverCredit   = 100
+)
+
+// watchTakeovers starts the watcher when the gateway has a store.
+func (b *Bridge) watchTakeovers() {
+	if b.Store == nil {
+		return
+	}
+	go func() {
+		for {
+			err := b.watch()
+			b.Log.Info("session takeovers: service connection lost, dialled again", "error", err,
+				"in", takeoverRetry)
+			time.Sleep(takeoverRetry)
+		}
+	}()
+}
+
+// watch dials the service routers, attaches the receiver and hands every
+// record it gets to letGo, until the link or the connection fails.
+func (b *Bridge) watch() error {
+	ctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
+	conn, sess, err := b.Store.dial(ctx, "mqtt-gateway-takeover")
+	if err != nil {
+		cancel()
+		return err
+	}
+	defer func() { _ = conn.Close() }()
+	r, err := sess.NewReceiver(ctx, b.Store.Address, &amqp.ReceiverOptions{Credit: takeoverCredit,
+		Filters: []amqp.LinkFilter{amqp.NewSelectorFilter(takeoverSelector)}})
+	cancel()
+	if err != nil {
+		return err
+	}
+	for {
+		m, err := r.Receive(context.Background(), nil)
+		if err != nil {
+			return err
+		}
+		_ = r.AcceptMessage(context.Background(), m) // non-destructive: the broker keeps it
+		key, _ := m.ApplicationProperties[RetainKey].(string)
+		if id, ok := strings.CutPrefix(key, sessionKeyPrefix); ok {
+			rec, err := decodeRecord(payload(m))
+			if err == nil && rec != nil {
+				b.letGo(id, rec)
+			}
+		}
+	}
+}
+
+// letGo ends this instance's hold on the client id's session when rec (a
+// record written at a restore) is another instance's, of a later epoch.
+// The session leaves b.sessions first: the holder's OnDisconnect then
+// neither writes the record (the new owner's now) nor removes it.
+func (b *Bridge) letGo(id string, rec *sessionRecord) {
+	b.mu.Lock()
+	l := b.sessions[id]
+	if l == nil || !takenFrom(b.instance, l.epoch, rec) {
+		b.mu.Unlock()
+		return
+	}
+	delete(b.sessions, id)
+	holder := l.holder
+	b.mu.Unlock()
+	b.records.Delete(id)
+	connected := holder != nil && !holder.Closed()
+	b.Log.Info("session taken over by another instance", "client", id, "user", l.user, "epoch", l.epoch,
+		"new_epoch", rec.Epoch, "connected", connected)
+	if connected {
+		_ = b.Server.DisconnectClient(holder, packets.ErrSessionTakenOver) // OnDisconnect closes the link
+		go b.forget(holder, 2*b.Timeout)
+		return
+	}
+	b.closeLink(l)
+	b.forget(holder, 0)
+}
+
+// takenFrom: rec, a record written at a restore, takes the session of
+// epoch from the instance self (another owner, a later epoch).
+func takenFrom(self string, epoch uint64, rec *sessionRecord) bool {
+	return rec.Owner != self && rec.Epoch > epoch
+}
+
+// forget removes a taken-over client from mochi's memory (its offline
+// session: subscriptions and in-flight messages) once its connection has
+// ended (waiting at most wait), unless the id connected here again since.
+func (b *Bridge) forget(cl *mqtt.Client, wait time.Duration) {
+	if cl == nil {
+		return
+	}
+	for end := time.Now().Add(wait); !cl.Closed() && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if cur, ok := b.Server.Clients.Get(cl.ID); !ok || cur != cl {
+		return
+	}
+	cl.ClearInflights()
+	// mochi's UnsubscribeClient without its hooks: the bridge's
+	// OnUnsubscribed would write this instance's record over the new owner's
+	for filter := range cl.State.Subscriptions.GetAll() {
+		cl.State.Subscriptions.Delete(filter)
+		if b.Server.Topics.Unsubscribe(filter, cl.ID) {
+			atomic.AddInt64(&b.Server.Info.Subscriptions, -1)
+		}
+	}
+	b.Server.Clients.Delete(cl.ID)
+}
