@@ -71,6 +71,7 @@ type link struct {
 	sc         *shared       // the user's shared router connection it is on (pool.go)
 	sess       *amqp.Session // sc's session
 	closed     atomic.Bool   // closeLink ran
+	movedAway  atomic.Bool   // another instance took the session over (takeover.go): no delayed will here
 	mu         sync.Mutex
 	senders    map[string]*amqp.Sender
 	staged     map[string][]*sub // filter -> receivers attached by the ACL check

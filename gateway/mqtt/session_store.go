@@ -283,7 +283,6 @@ func (b *Bridge) restore(cl *mqtt.Client, l *link, r *sessionRecord) {
 	l.dmu.Lock()
 	l.owner = nil
 	l.dmu.Unlock()
-	l.epoch = r.Epoch + 1
 	l.stored.Store(true)
 	l.in.restore(r.Qos2)
 	t := b.table.Load()
@@ -316,6 +315,10 @@ func (b *Bridge) openStored(cl *mqtt.Client, clean bool, fresh *link, cs *connSt
 	r, err := b.storedSession(cl, clean || *b.Config.MaxSessionExpiry == 0, fresh.user)
 	if err != nil {
 		return nil, false, takeover{}, err
+	}
+	if r != nil {
+		// the epoch before the link is in b.sessions: the takeover watcher reads it there (takeover.go)
+		fresh.epoch = r.Epoch + 1
 	}
 	l, resumed, t, err := b.openSession(cl, clean, fresh, cs)
 	if err != nil || resumed {

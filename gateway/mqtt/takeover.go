@@ -63,6 +63,19 @@ func (b *Bridge) watch() error {
 		return err
 	}
 	defer func() { _ = conn.Close() }()
+	// the records that are there before the receiver: written before this
+	// attach, so possibly before a session this instance made since (a clean
+	// start, a record not read): not acted on (the record of a takeover
+	// made while the receiver was being attached comes to it, not here)
+	before, err := b.Store.read(ctx, sess, takeoverSelector)
+	if err != nil {
+		cancel()
+		return err
+	}
+	seen := map[string]string{}
+	for _, m := range before {
+		seen[m.Topic] = string(m.Payload)
+	}
 	r, err := sess.NewReceiver(ctx, b.Store.Address, &amqp.ReceiverOptions{Credit: takeoverCredit,
 		Filters: []amqp.LinkFilter{amqp.NewSelectorFilter(takeoverSelector)}})
 	cancel()
@@ -76,8 +89,13 @@ func (b *Bridge) watch() error {
 		}
 		_ = r.AcceptMessage(context.Background(), m) // non-destructive: the broker keeps it
 		key, _ := m.ApplicationProperties[RetainKey].(string)
+		body := payload(m)
+		if old, ok := seen[key]; ok && old == string(body) {
+			delete(seen, key)
+			continue
+		}
 		if id, ok := strings.CutPrefix(key, sessionKeyPrefix); ok {
-			rec, err := decodeRecord(payload(m))
+			rec, err := decodeRecord(body)
 			if err == nil && rec != nil {
 				b.letGo(id, rec)
 			}
@@ -97,14 +115,23 @@ func (b *Bridge) letGo(id string, rec *sessionRecord) {
 		return
 	}
 	delete(b.sessions, id)
-	holder := l.holder
+	holder, epoch := l.holder, l.epoch
+	l.movedAway.Store(true) // a will of the holder's end is not scheduled (goneWithWill)
 	b.mu.Unlock()
 	b.records.Delete(id)
+	b.delayed.cancel(id, l.user) // a delayed will of an earlier end: the client is back, elsewhere
 	connected := holder != nil && !holder.Closed()
-	b.Log.Info("session taken over by another instance", "client", id, "user", l.user, "epoch", l.epoch,
+	b.Log.Info("session taken over by another instance", "client", id, "user", l.user, "epoch", epoch,
 		"new_epoch", rec.Epoch, "connected", connected)
+	// nothing more is routed to this instance for the session; its unsettled
+	// deliveries go back to the router (a connected holder's link itself is
+	// closed by its OnDisconnect, after its publishes' outcomes)
+	l.mu.Lock()
+	rs := l.takeSubs()
+	l.mu.Unlock()
+	closeAll(rs)
 	if connected {
-		_ = b.Server.DisconnectClient(holder, packets.ErrSessionTakenOver) // OnDisconnect closes the link
+		_ = b.Server.DisconnectClient(holder, packets.ErrSessionTakenOver)
 		go b.forget(holder, 2*b.Timeout)
 		return
 	}
@@ -113,9 +140,11 @@ func (b *Bridge) letGo(id string, rec *sessionRecord) {
 }
 
 // takenFrom: rec, a record written at a restore, takes the session of
-// epoch from the instance self (another owner, a later epoch).
+// epoch from the instance self: another owner, a later epoch. Two
+// instances restoring the same record at once write the same epoch: the
+// greater instance id keeps the session, so that one holds it, not both.
 func takenFrom(self string, epoch uint64, rec *sessionRecord) bool {
-	return rec.Owner != self && rec.Epoch > epoch
+	return rec.Owner != self && (rec.Epoch > epoch || (rec.Epoch == epoch && rec.Owner > self))
 }
 
 // forget removes a taken-over client from mochi's memory (its offline
@@ -127,6 +156,14 @@ func (b *Bridge) forget(cl *mqtt.Client, wait time.Duration) {
 	}
 	for end := time.Now().Add(wait); !cl.Closed() && time.Now().Before(end); {
 		time.Sleep(10 * time.Millisecond)
+	}
+	// under b.mu: a new CONNECT of the id here registers its session under
+	// it (openSession) before mochi inherits the old client; then mochi's
+	// copy is left to that connection
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, back := b.sessions[cl.ID]; back {
+		return
 	}
 	if cur, ok := b.Server.Clients.Get(cl.ID); !ok || cur != cl {
 		return

@@ -16,7 +16,8 @@ func TestOnlyAnotherOwnersLaterRecordTakesTheSession(t *testing.T) {
 		{"a session made here, never stored", 0, sessionRecord{Owner: "b", Epoch: 1}, true},
 		{"this instance's own restore", 3, sessionRecord{Owner: "a", Epoch: 4}, false},
 		{"taken back since", 5, sessionRecord{Owner: "b", Epoch: 4}, false},
-		{"the same epoch", 4, sessionRecord{Owner: "b", Epoch: 4}, false},
+		{"the same epoch, a greater instance id", 4, sessionRecord{Owner: "b", Epoch: 4}, true},
+		{"the same epoch, a smaller instance id", 4, sessionRecord{Owner: "0", Epoch: 4}, false},
 	}
 	for _, c := range cases {
 		if got := takenFrom("a", c.epoch, &c.rec); got != c.want {

@@ -224,11 +224,12 @@ func (b *Bridge) goneWithWill(cl *mqtt.Client, l *link, w *will) {
 		b.fireWill(cl, l, w, willRegistered)
 		return
 	}
-	if !b.scheduleWill(cl, l.user, w) {
-		w.state.Store(willDone) // the new connection came within the delay [MQTT-3.1.3-9]
+	if l.movedAway.Load() || !b.scheduleWill(cl, l.user, w) {
+		// the new connection came within the delay [MQTT-3.1.3-9], here or on another instance
+		w.state.Store(willDone)
 		b.Journal.Remove(w)
 		b.Log.Info("will cancelled: the client reconnected within the will delay", "client", cl.ID,
-			"taken_over", takenOver(cl.StopCause()))
+			"taken_over", takenOver(cl.StopCause()), "elsewhere", l.movedAway.Load())
 		b.closeLink(l)
 		return
 	}

@@ -448,6 +448,28 @@ class StandardEnv(object):
         shutil.rmtree(self.base_dir, ignore_errors=True)
 
 
+def drain_all(conn, address, want, timeout=30, idle=1.0):
+    """The bodies received (and accepted) from ``address`` until every body
+    of ``want`` came, then until ``idle`` s pass without a message, within
+    ``timeout``. Duplicates are kept (a count of messages would stop short
+    of the last one when a copy came twice)."""
+    want = set(want)
+    rcv = conn.create_receiver(address, credit=max(len(want), 1) + 10)
+    got = []
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        left = want - set(got)
+        wait = deadline - time.time() if left else min(idle, deadline - time.time())
+        try:
+            m = rcv.receive(timeout=max(0.1, wait))
+        except Exception:  # pylint: disable=broad-except  # a Timeout: nothing more came
+            break
+        got.append(m.body)
+        rcv.accept()
+    rcv.close()
+    return got
+
+
 def drain(conn, address, expect, timeout=15):
     """The bodies of up to ``expect`` messages received (and accepted) from
     ``address`` on the blocking connection ``conn`` within ``timeout``."""

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 import pytest
 
 from helpers import run_module, run_playbook
-from standard_env import REPO, drain
+from standard_env import REPO, drain, drain_all
 # the scale in test's environment (2 routers, 2 pool brokers), clients and helpers
 from test_scale_in import ADDRESSES, ANON, SPACE, Clients, broker_counts, connect, space_args
 from test_scale_in import env  # noqa: F401  # pylint: disable=unused-import  # the fixture
@@ -120,8 +120,8 @@ def test_a_plan_with_one_move_check_mode_then_real_run_loses_nothing(env, tmp_pa
 
     # every accepted message where a consumer finds it, through the routers
     c = connect(env, 1)
-    idle = drain(c, "idle", len(clients.accepted["idle"]), timeout=30)
-    work = drain(c, "work", len(set(clients.accepted["work"]) - set(clients.received)), timeout=30)
+    idle = drain_all(c, "idle", clients.accepted["idle"], timeout=30)
+    work = drain_all(c, "work", set(clients.accepted["work"]) - set(clients.received), timeout=30)
     c.close()
     lost = {"idle": sorted(set(clients.accepted["idle"]) - set(idle)),
             "work": sorted(set(clients.accepted["work"]) - set(clients.received + work))}

@@ -20,7 +20,7 @@ import pytest
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.standard.entities import connector_name
 from helpers import run_module, run_playbook, send_accepted
-from standard_env import REPO, StandardEnv, build_router, drain
+from standard_env import REPO, StandardEnv, build_router, drain, drain_all
 from test_standard_spaces import attach, receive_raw, send_raw
 
 pytestmark = pytest.mark.integration
@@ -275,8 +275,8 @@ def test_scale_in_with_clients_running_loses_no_accepted_message(env):
 
     # every accepted message exactly where a consumer finds it, through the routers
     c = connect(env, 1)
-    rest_work = drain(c, "work", len(clients.accepted["work"]), timeout=30)
-    idle = drain(c, "idle", len(clients.accepted["idle"]) + 10, timeout=30)
+    rest_work = drain_all(c, "work", set(clients.accepted["work"]) - set(clients.received), timeout=30)
+    idle = drain_all(c, "idle", clients.accepted["idle"], timeout=30)
     news = receive_raw(c, attach(c, "news::news-sub", sender=False), 20)
     c.close()
     got_work = clients.received + rest_work

@@ -4,6 +4,8 @@ phase from the address/autoLink/linkRoute QUERYs (the modules' readiness
 rule, standard/entities.py), the series rendered on the metrics endpoint,
 a failed poll reported as management down (no stale router count), and the
 configuration checks. The real routers: tests/integration/test_auth_service_mesh_probe.py."""
+import logging
+
 import pytest
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import mesh, metrics, server
@@ -280,3 +282,16 @@ def test_the_probe_and_address_info_agree_on_one_router():
     assert not_ready == ["n", "q1"]
     rows = [(e["type"], n, status.get(n, {}).get("operStatus")) for n, e in desired.items()]
     assert mesh.count_addresses(rows) == {"s": {"Active": 3, "Pending": len(not_ready)}}
+
+
+def test_a_part_refused_from_the_first_poll_is_warned_of_once(caplog):
+    """The router's counters refused from the start (e.g. management denies the
+    router entity) would otherwise never be told: the series just never appear."""
+    answers = [router(full("r1"), SPACE, fail=("router",)), router(full("r1"), SPACE, fail=("router",))]
+    probe = mesh.MeshProbe("amqp://x:1", 1, query=lambda url, timeout: mesh.read_router(answers.pop(0)))
+    with caplog.at_level(logging.WARNING, logger="enmasse-auth-service"):
+        probe.poll()
+        probe.poll()
+    warned = [r.getMessage() for r in caplog.records if "the router's counters" in r.getMessage()]
+    assert len(warned) == 1 and "amqp://x:1" in warned[0], warned
+    assert probe.stats is None and probe.addresses is not None

@@ -5,7 +5,6 @@ nothing runs."""
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 

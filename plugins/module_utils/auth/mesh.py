@@ -313,6 +313,7 @@ class MeshProbe(object):
         self.routers = None  # None: the last poll failed (or none yet)
         self.addresses = None  # {space: {phase: count}}; None: not read by the last poll
         self.stats = None  # the router entity's counters ({attribute: value}); None: not read by the last poll
+        self.read_once = False  # a poll reached management: a part it could not read from then on is warned of
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.thread = None
@@ -328,10 +329,13 @@ class MeshProbe(object):
         with self.lock:
             changed = routers != self.routers
             pending = self.pending(addresses) != self.pending(self.addresses)
+            # a part not read: warned of when it was read before, or at the first poll that reached
+            # management (a part refused from the start would otherwise never be told)
             lost = [what for what, new, old in (("the addresses", addresses, self.addresses),
                                                 ("the router's counters", stats, self.stats))
-                    if new is None and old is not None]
+                    if new is None and (old is not None or not self.read_once)]
             self.routers, self.addresses, self.stats = routers, addresses, stats
+            self.read_once = True
         if changed:
             LOG.info("mesh probe: the router reaches %d of %d routers", routers, self.expected)
         if lost:
