@@ -158,8 +158,7 @@ func (s *RetainStore) link(ctx context.Context) (*amqp.Session, *amqp.Sender, er
 		return nil, nil, err
 	}
 	if s.sender == nil {
-		if s.sender, err = sess.NewSender(ctx, s.Address, nil); err != nil {
-			s.sender = nil
+		if s.sender, err = sess.NewSender(ctx, s.Address, nil); err != nil { // s.sender stays nil
 			if connLost(err) {
 				s.reset()
 			}

@@ -10,13 +10,14 @@
 // (the new epoch, B as its owner) carries the application property
 // mqtt_takeover = true. Every instance keeps one receiver on the retained
 // queue with the selector "mqtt_takeover = TRUE" (non-destructive: it gets
-// each such write as it is made, and at its attach the current records
-// that are such writes). An instance holding the client id with a lower
-// epoch than the record's, and not the record's owner, lets the session
-// go. A record that is stale by the time it arrives changes nothing: a
-// later takeover by A wrote a record with a higher epoch, and the queue
-// keeps the last value per client id. No message is written for this but
-// the record B writes anyway; each instance holds one more AMQP connection.
+// each such write as it is made; the records already there at its attach
+// are read first and not acted on). An instance holding the client id,
+// not the record's owner, lets the session go when the record's epoch is
+// later (takenFrom: on equal epochs the greater instance id keeps it). A
+// record that is stale by the time it arrives changes nothing: a later
+// takeover by A wrote a record with a higher epoch, and the queue keeps
+// the last value per client id. No message is written for this but the
+// record B writes anyway; each instance holds one more AMQP connection.
 package main
 
 import (

@@ -453,18 +453,18 @@ def drain_all(conn, address, want, timeout=30, idle=1.0):
     of ``want`` came, then until ``idle`` s pass without a message, within
     ``timeout``. Duplicates are kept (a count of messages would stop short
     of the last one when a copy came twice)."""
-    want = set(want)
-    rcv = conn.create_receiver(address, credit=max(len(want), 1) + 10)
+    left = set(want)
+    rcv = conn.create_receiver(address, credit=max(len(left), 1) + 10)
     got = []
     deadline = time.time() + timeout
     while time.time() < deadline:
-        left = want - set(got)
         wait = deadline - time.time() if left else min(idle, deadline - time.time())
         try:
             m = rcv.receive(timeout=max(0.1, wait))
         except Exception:  # pylint: disable=broad-except  # a Timeout: nothing more came
             break
         got.append(m.body)
+        left.discard(m.body)
         rcv.accept()
     rcv.close()
     return got
