@@ -44,6 +44,11 @@ try:  # in the collection
 except ImportError:  # the program's package (roles/mqtt_gateway): a copy beside this file
     from . import entities
 
+try:  # the program's host has python3-qpid-proton; the collection's other users need not
+    from proton.handlers import MessagingHandler as _Handler
+except ImportError:
+    _Handler = object
+
 LOG = logging.getLogger("enmasse-mqtt-will-keeper")
 REQUIRED = ("space", "routers", "user", "password_file")
 DEFAULTS = {"router_tls": True, "router_ca_file": "", "router_server_name": "", "container_id": "",
@@ -129,115 +134,119 @@ def read_password(path):
         return f.read().strip()
 
 
-def run(cfg):  # pragma: no cover - needs proton and a router: tests/integration/test_mqtt_amqp_wills.py
-    """Serve until SIGTERM; every will link of the space, held in memory."""
-    from proton import SSLDomain
-    from proton.handlers import MessagingHandler
-    from proton.reactor import Backoff, Container
+class Keeper(_Handler):  # pragma: no cover - needs proton and a router: tests/integration/test_mqtt_amqp_wills.py
+    """The keeper's proton handler: every will link of the space, in memory."""
 
-    class Keeper(MessagingHandler):
-        def __init__(self):
-            super(Keeper, self).__init__(prefetch=10, auto_accept=False, auto_settle=True)
-            self.wills = {}  # receiver link -> (will address, message or None)
-            self.sending = {}  # sender link -> (address, message)
+    def __init__(self, cfg):
+        super(Keeper, self).__init__(prefetch=10, auto_accept=False, auto_settle=True)
+        self.cfg = cfg
+        self.conn = None
+        self.wills = {}  # receiver link -> (will address, message or None)
+        self.sending = {}  # sender link -> (address, message; None once sent)
 
-        def on_start(self, event):
-            event.container.container_id = cfg["container_id"]
-            domain = None
-            if cfg["router_tls"]:
-                domain = SSLDomain(SSLDomain.MODE_CLIENT)
-                domain.set_trusted_ca_db(cfg["router_ca_file"])
-                domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
-            urls = [("amqps://" if cfg["router_tls"] else "amqp://") + r for r in cfg["routers"]]
-            self.conn = event.container.connect(
-                urls=urls, user=cfg["user"], password=read_password(cfg["password_file"]),
-                allowed_mechs="PLAIN", ssl_domain=domain, reconnect=Backoff(),
-                virtual_host=cfg["router_server_name"] or None, sasl_enabled=True,
-                allow_insecure_mechs=not cfg["router_tls"])
+    def on_start(self, event):
+        from proton import SSLDomain
+        from proton.reactor import Backoff
+        cfg = self.cfg
+        event.container.container_id = cfg["container_id"]
+        domain = None
+        if cfg["router_tls"]:
+            domain = SSLDomain(SSLDomain.MODE_CLIENT)
+            domain.set_trusted_ca_db(cfg["router_ca_file"])
+            domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
+        urls = [("amqps://" if cfg["router_tls"] else "amqp://") + r for r in cfg["routers"]]
+        self.conn = event.container.connect(
+            urls=urls, user=cfg["user"], password=read_password(cfg["password_file"]),
+            allowed_mechs="PLAIN", ssl_domain=domain, reconnect=Backoff(),
+            virtual_host=cfg["router_server_name"] or None, sasl_enabled=True,
+            allow_insecure_mechs=not cfg["router_tls"])
 
-        def on_connection_opened(self, event):
-            LOG.info("connected to a router of space %s as %s", cfg["space"], cfg["container_id"])
+    def on_connection_opened(self, event):
+        LOG.info("connected to a router of space %s as %s", self.cfg["space"], self.cfg["container_id"])
 
-        def on_link_opening(self, event):
-            link = event.link
-            if not link.is_receiver:
-                return
-            address = will_address(cfg["space"], link.remote_target.address)
-            if address is None:
-                LOG.warning("refused a link to %r: not a will of space %s", link.remote_target.address,
-                            cfg["space"])
-                link.condition = _condition("amqp:not-found", "not a will address of this space")
-                link.close()
-                return
-            if len(self.wills) >= cfg["max_wills"]:
-                LOG.warning("refused the will for %s: %d wills held (max_wills)", address, len(self.wills))
-                link.condition = _condition("amqp:resource-limit-exceeded", "too many wills")
-                link.close()
-                return
-            link.source.address = link.remote_source.address
-            link.target.address = link.remote_target.address
-            self.wills[link] = (address, None)
+    def on_link_opening(self, event):
+        link = event.link
+        if not link.is_receiver:
+            return
+        address = will_address(self.cfg["space"], link.remote_target.address)
+        if address is None:
+            LOG.warning("refused a link to %r: not a will of space %s", link.remote_target.address,
+                        self.cfg["space"])
+            _refuse(link, "amqp:not-found", "not a will address of this space")
+            return
+        if len(self.wills) >= self.cfg["max_wills"]:
+            LOG.warning("refused the will for %s: %d wills held (max_wills)", address, len(self.wills))
+            _refuse(link, "amqp:resource-limit-exceeded", "too many wills")
+            return
+        link.source.address = link.remote_source.address
+        link.target.address = link.remote_target.address
+        self.wills[link] = (address, None)
 
-        def on_message(self, event):
-            link = event.link
-            if link in self.wills:
-                self.wills[link] = (self.wills[link][0], event.message)
-                self.accept(event.delivery)
-            else:
-                self.reject(event.delivery)
+    def on_message(self, event):
+        link = event.link
+        if link in self.wills:
+            self.wills[link] = (self.wills[link][0], event.message)
+            self.accept(event.delivery)
+        else:
+            self.reject(event.delivery)
 
-        def on_link_remote_close(self, event):
-            link = event.link
-            held = self.wills.pop(link, None)
-            if held is not None:
-                cond = link.remote_condition
-                address, message = held
-                if message is not None and publishes(cond.name if cond else None):
-                    LOG.info("client gone (%s): sending its will to %s", cond.name, address)
-                    self.publish(event.container, address, message)
-            if link in self.sending:
-                address, unused = self.sending.pop(link)
-                LOG.warning("the will for %s is lost: the router closed its link (%s)", address,
-                            link.remote_condition)
+    def on_link_remote_close(self, event):
+        link = event.link
+        held = self.wills.pop(link, None)
+        if held is not None:
+            cond = link.remote_condition
+            address, message = held
+            if message is not None and publishes(cond.name if cond else None):
+                LOG.info("client gone (%s): sending its will to %s", cond.name, address)
+                self.publish(event.container, address, message)
+        if link in self.sending:
+            address, unused = self.sending.pop(link)
+            LOG.warning("the will for %s is lost: the router closed its link (%s)", address,
+                        link.remote_condition)
+        link.close()
+
+    def on_link_error(self, event):
+        """A link's end with an error is a client's end (on_link_remote_close): not the
+        connection's, which proton's default would close with every other will on it."""
+
+    def publish(self, container, address, message):
+        sender = container.create_sender(self.conn, address)
+        message.address = None
+        self.sending[sender] = (address, message)
+
+    def on_sendable(self, event):
+        held = self.sending.get(event.sender)
+        if held and held[1] is not None:
+            event.sender.send(held[1])
+            self.sending[event.sender] = (held[0], None)
+
+    def on_settled(self, event):
+        link = event.link
+        address = self.sending.pop(link, (None, None))[0]
+        if address is not None:
+            state = event.delivery.remote_state
+            level = logging.INFO if state == event.delivery.ACCEPTED else logging.WARNING
+            LOG.log(level, "will for %s: %s", address, state)
             link.close()
 
-        def on_link_error(self, event):
-            """A link's end with an error is a client's end (on_link_remote_close): not the
-            connection's, which proton's default would close with every other will on it."""
+    def on_disconnected(self, event):
+        if self.wills or self.sending:
+            LOG.warning("connection lost: %d will links ended with it (their clients attach again), "
+                        "%d wills not sent", len(self.wills), len(self.sending))
+        self.wills.clear()
+        self.sending.clear()
 
-        def publish(self, container, address, message):
-            sender = container.create_sender(self.conn, address)
-            message.address = None
-            self.sending[sender] = (address, message)
 
-        def on_sendable(self, event):
-            held = self.sending.get(event.sender)
-            if held and held[1] is not None:
-                event.sender.send(held[1])
-                self.sending[event.sender] = (held[0], None)
+def _refuse(link, name, text):  # pragma: no cover - with Keeper
+    from proton import Condition
+    link.condition = Condition(name, text)
+    link.close()
 
-        def on_settled(self, event):
-            link = event.link
-            address = self.sending.pop(link, (None, None))[0]
-            if address is not None:
-                state = event.delivery.remote_state
-                level = logging.INFO if state == event.delivery.ACCEPTED else logging.WARNING
-                LOG.log(level, "will for %s: %s", address, state)
-                link.close()
 
-        def on_disconnected(self, event):
-            if self.wills or self.sending:
-                LOG.warning("connection lost: %d will links ended with it (their clients attach again), "
-                            "%d wills not sent", len(self.wills), len(self.sending))
-            self.wills.clear()
-            self.sending.clear()
-
-    def _condition(name, text):
-        from proton import Condition
-        return Condition(name, text)
-
-    container = Container(Keeper())
-    container.run()
+def run(cfg):  # pragma: no cover - with Keeper
+    """Serve until SIGTERM."""
+    from proton.reactor import Container
+    Container(Keeper(cfg)).run()
 
 
 def main(argv=None):
