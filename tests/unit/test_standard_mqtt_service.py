@@ -72,8 +72,8 @@ def test_the_converge_renders_the_service_targets_from_the_placed_addresses(tmp_
 
 
 def test_the_router_entities_of_the_service():
-    ents = mq.router_entities("s", {"port": 5710, "will_port": 5711, "broker": "b2"}, {"host": "auth", "port": 5680,
-                                                                    "ssl_profile": "auth-service"},
+    record = {"port": 5710, "will_port": 5711, "broker": "b2"}
+    ents = mq.router_entities("s", record, {"host": "auth", "port": 5680, "ssl_profile": "auth-service"},
                               bind_host="0.0.0.0", tls={"ssl_profile": "clients"})
     assert sorted(ents) == sorted(mq.entity_names("s"))
     lst = ents["enmasse/s/mqtt-service"]
@@ -276,8 +276,8 @@ def test_the_status_names_what_is_missing(tmp_path):
 def test_space_level_entities_carry_the_service_only_when_recorded(tmp_path):
     s = svc.StandardService(infra(tmp_path, mqtt_gateways=GATEWAYS))
     without = svc.space_level(s, "s", 5701, {"plan": "p"})
-    with_mqtt = svc.space_level(s, "s", 5701, {"plan": "p", "mqtt_service": {"port": 5710, "will_port": 5711,
-                                                                              "broker": "b1"}})
+    service = {"port": 5710, "will_port": 5711, "broker": "b1"}
+    with_mqtt = svc.space_level(s, "s", 5701, {"plan": "p", "mqtt_service": service})
     assert set(with_mqtt) - set(without) == set(mq.entity_names("s"))
     # routers sharing a host: the service and will listeners move with the router's port_offset too
     assert s.per_router(with_mqtt)["r2"]["enmasse/s/mqtt-service"]["port"] == "5810"

@@ -135,8 +135,8 @@ def router_policy_name_errors(address, field="address"):
                     "policy reads it as a wildcard)" % (field, _fmt(address)))
     if address == RESERVED_WILL or address.startswith(RESERVED_WILL + "/"):
         errs.append("%s: %s must not be or start with '%s/' in a standard address space (reserved: a client "
-                    "attaches its AMQP will for address X to %s/X)" % (field, _fmt(address), RESERVED_WILL,
-                                                                      RESERVED_WILL))
+                    "attaches its AMQP will for address X to %s/X)"
+                    % (field, _fmt(address), RESERVED_WILL, RESERVED_WILL))
     return errs
 
 

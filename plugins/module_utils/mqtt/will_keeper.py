@@ -249,6 +249,11 @@ def run(cfg):  # pragma: no cover - with Keeper
     Container(Keeper(cfg)).run()
 
 
+def _stop(*unused):
+    """SIGTERM: leave the reactor (its links end with the connection; the clients attach again)."""
+    raise SystemExit(0)
+
+
 def main(argv=None):
     import argparse
     import signal
@@ -267,6 +272,6 @@ def main(argv=None):
     logging.basicConfig(level=getattr(logging, cfg["log_level"]), stream=sys.stderr,
                         format="%(levelname)s %(message)s")
     logging.getLogger("proton").setLevel(logging.WARNING)
-    signal.signal(signal.SIGTERM, lambda *unused: sys.exit(0))
+    signal.signal(signal.SIGTERM, _stop)
     run(cfg)
     return 0
