@@ -27,8 +27,9 @@ options:
   _terms:
     description:
       - The parts to return, any of C(job), C(collector) (the capacity planner's), C(keeper) (what the router
-        keeper of the C(enmasse.messaging.standard) role imports) and C(auth_service) (the files of the
-        C(enmasse.messaging.auth_service) role's service); C(job) and C(collector) when none is given.
+        keeper of the C(enmasse.messaging.standard) role imports), C(auth_service) (the files of the
+        C(enmasse.messaging.auth_service) role's service) and C(will_keeper) (the AMQP clients' will keeper
+        of the C(enmasse.messaging.mqtt_gateway) role); C(job) and C(collector) when none is given.
     type: list
     elements: str
     required: false
@@ -94,10 +95,12 @@ JOB_PACKAGE = "enmasse_capacity"
 # module_utils modules the collector scripts (roles/capacity_planner/files) import
 COLLECTOR_ROOTS = ("metrics/collect.py", "metrics/planner_model.py", "errors.py")
 # what the other host programs run from the collection's module_utils: the
-# router keeper (role standard) and the auth service (role auth_service)
+# router keeper (role standard), the auth service (role auth_service) and the
+# will keeper (role mqtt_gateway)
 ROOTS = {"collector": COLLECTOR_ROOTS, "keeper": ("standard/keeper.py",),
-         "auth_service": ("auth/server.py", "auth/codec.py", "auth/backends.py")}
-PARTS = ("job", "collector", "keeper", "auth_service")
+         "auth_service": ("auth/server.py", "auth/codec.py", "auth/backends.py"),
+         "will_keeper": ("mqtt/will_keeper.py",)}
+PARTS = ("job", "collector", "keeper", "auth_service", "will_keeper")
 # what the lookup returns when no part is named (the capacity planner's bundle)
 DEFAULT_PARTS = ("job", "collector")
 

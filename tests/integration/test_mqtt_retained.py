@@ -420,14 +420,16 @@ def router_names(env, space):
 
 def test_the_first_converge_declared_the_service_and_the_second_changes_nothing(env):
     svc = env["first"][SPACE]["address_space"]["mqtt_service"]
-    assert set(svc) == {"port", "broker"} and svc["broker"] == env["broker"].name
+    assert set(svc) == {"port", "will_port", "broker"} and svc["broker"] == env["broker"].name
+    assert svc["will_port"] != svc["port"]
     st = env["status"]["mqtt_service"]
     assert st["ready"] is True and st["messages"] == [], st
     assert (st["realm"], st["user"], st["queue"], st["prefix"]) == (
         "space-a.mqtt", "mqtt-gateway", RETAINED, "$mqtt/space-a")
     assert [e["port"] for e in st["endpoints"]] == [svc["port"], svc["port"] + 100]  # the routers' port_offset
+    assert [e["port"] for e in st["will_endpoints"]] == [svc["will_port"], svc["will_port"] + 100]
     assert RETAINED in queue_names(env) and "$mqtt/space-b/retained" in queue_names(env)
-    assert all(len(names) == 5 for names in router_names(env, SPACE).values())
+    assert all(len(names) == 7 for names in router_names(env, SPACE).values())  # the will listener and linkRoute too
     info = run_module("address_space_info", dict(common(env["std"], SPACE), name=SPACE))
     assert info.result["address_space"]["status"]["mqtt_service"]["ready"] is True, info.result
 
@@ -463,7 +465,7 @@ def test_removing_the_mqtt_endpoint_removes_the_service(env):
     assert checked.rc == 0 and checked.result["changed"] is True, checked.result
     assert "mqtt_service" in checked.result["diff"]["before"] and "mqtt_service" not in checked.result["diff"]["after"]
     assert "$mqtt/space-b/retained" in queue_names(env)
-    assert all(len(n) == 5 for n in router_names(env, OTHER).values())
+    assert all(len(n) == 7 for n in router_names(env, OTHER).values())
     res = make_space(std, OTHER)
     assert res.rc == 0 and res.result["changed"] is True, res.result
     assert "mqtt_service" not in res.result["address_space"]["status"]
@@ -475,7 +477,7 @@ def test_removing_the_mqtt_endpoint_removes_the_service(env):
                     env["passwords"][OTHER]).close()
     assert make_space(std, OTHER).result["changed"] is False
     # space-a is untouched
-    assert RETAINED in queue_names(env) and all(len(n) == 5 for n in router_names(env, SPACE).values())
+    assert RETAINED in queue_names(env) and all(len(n) == 7 for n in router_names(env, SPACE).values())
 
 
 # ------------------------------------------------------------- the queue's settings, and a drain of its broker

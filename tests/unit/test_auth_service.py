@@ -307,7 +307,7 @@ def test_server_plain_then_open_with_identity_and_address_authz(srv):
     assert props["authenticated-identity"] == {"sub": "alice", "preferred_username": "alice"}
     assert props["groups"] == ["manage", "recv_%2A", "send_q1"]
     authz = props["address-authz"]
-    assert authz == {"*": ["recv"], "q1": ["send"]}
+    assert authz == {"*": ["recv"], "q1": ["send"], "$will/q1": ["send"]}
     assert all(isinstance(v, Array) and v.element_type == "string" for v in authz.values())
     sock.sendall(codec.close_frame())
     ftype, (code, fields) = recv_frame(sock)
@@ -326,6 +326,20 @@ def test_every_address_is_no_address_authz_so_the_space_policy_applies():
     some = backends.Identity("bob", ["recv_%2A"])
     props, offered = server.open_properties(some, ["ADDRESS-AUTHZ"])
     assert props["address-authz"] == {"*": ["recv"]}
+
+
+def test_a_will_for_an_address_is_granted_exactly_where_sending_to_it_is():
+    """An AMQP client's will for X is a link to $will/X (docs/mqtt-design.md
+    "Wills of AMQP clients"): send on X grants it, recv on X does not; a
+    prefix pattern grants the wills of its addresses; '*' covers them."""
+    identity = backends.Identity("carol", ["send_t%2Fa", "recv_m", "send_orders%2F%2A", "send_%2A", "recv_%2A"])
+    assert server.with_wills(identity.address_authz) == {
+        "t/a": ["send"], "$will/t/a": ["send"], "m": ["recv"], "orders/*": ["send"], "$will/orders/*": ["send"],
+        "*": ["recv", "send"]}
+    assert server.with_wills({"m": ["recv"]}) == {"m": ["recv"]}
+    props, unused = server.open_properties(backends.Identity("dave", ["send_q", "recv_q"]), ["ADDRESS-AUTHZ"])
+    assert dict((k, list(v)) for k, v in props["address-authz"].items()) == {
+        "q": ["recv", "send"], "$will/q": ["send"]}
 
 
 def test_server_sends_no_address_authz_unless_desired(srv):

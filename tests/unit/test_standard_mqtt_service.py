@@ -72,8 +72,8 @@ def test_the_converge_renders_the_service_targets_from_the_placed_addresses(tmp_
 
 
 def test_the_router_entities_of_the_service():
-    ents = mq.router_entities("s", {"port": 5710, "broker": "b2"}, {"host": "auth", "port": 5680,
-                                                                    "ssl_profile": "auth-service"},
+    record = {"port": 5710, "will_port": 5711, "broker": "b2"}
+    ents = mq.router_entities("s", record, {"host": "auth", "port": 5680, "ssl_profile": "auth-service"},
                               bind_host="0.0.0.0", tls={"ssl_profile": "clients"})
     assert sorted(ents) == sorted(mq.entity_names("s"))
     lst = ents["enmasse/s/mqtt-service"]
@@ -87,7 +87,18 @@ def test_the_router_entities_of_the_service():
     group = vhost["groups"]["mqtt-gateway"]
     assert group["sources"] == group["targets"] == "$mqtt/s/*"  # no address placed
     assert sorted((e["direction"], e["prefix"], e["connection"]) for n, e in ents.items() if "linkroute" in n) == [
-        ("in", "$mqtt/s", "enmasse/broker/b2"), ("out", "$mqtt/s", "enmasse/broker/b2")]
+        ("in", "$mqtt/s", "enmasse/broker/b2"), ("in", "s/$will", "enmasse/s/mqtt-will"),
+        ("out", "$mqtt/s", "enmasse/broker/b2")]
+    # the AMQP clients' wills: the keepers' listener, route-container, the same realm, vhost and TLS; the
+    # linkRoute names it (a connection's label), so no other connection can pose as a keeper
+    will = ents["enmasse/s/mqtt-will"]
+    assert (will["role"], will["policyVhost"], will["saslPlugin"], will["saslMechanisms"], will["sslProfile"],
+            will["requireSsl"], will["port"], will["authenticatePeer"]) == (
+        "route-container", "s.mqtt", "enmasse/s/mqtt-auth", "PLAIN", "clients", True, "5711", True)
+    assert "multiTenant" not in will
+    # a record of before the wills (no will_port): no will entities until the converge records one
+    older = mq.router_entities("s", {"port": 5710, "broker": "b2"}, {"host": "auth", "port": 5680})
+    assert sorted(set(ents) - set(older)) == ["enmasse/s/mqtt-will", "enmasse/s/mqtt-will-linkroute"]
     assert mq.router_entities("s", None, {"host": "a", "port": 1}) == {}
     # every name is the space's: removing the space removes them
     assert all(n.startswith("enmasse/s/") for n in ents)
@@ -95,12 +106,21 @@ def test_the_router_entities_of_the_service():
 
 def test_a_space_served_by_a_gateway_gets_the_service_and_keeps_its_port_and_broker(tmp_path):
     s = svc.StandardService(infra(tmp_path, mqtt_gateways=GATEWAYS))
-    ports = iter([5710, 5799])
-    rec = mq.desired_record(s, "s", None, {"b1": 3, "b2": 1}, lambda: next(ports))
-    assert rec == {"port": 5710, "broker": "b2"}  # the broker with fewer of the space's addresses
-    # converged again: the same port and broker whatever the load now
-    assert mq.desired_record(s, "s", rec, {"b1": 0, "b2": 9}, lambda: 1 / 0) == rec
-    assert mq.desired_record(s, "other", None, {}, lambda: 1 / 0) is None  # not served: no service
+    calls = []
+
+    def allocate(*taken):
+        calls.append(taken)
+        return 5710 + len(calls) - 1
+    rec = mq.desired_record(s, "s", None, {"b1": 3, "b2": 1}, allocate)
+    # the broker with fewer of the space's addresses; the will port is not the service port
+    assert rec == {"port": 5710, "will_port": 5711, "broker": "b2"}
+    assert calls == [(), (5710,)]
+    # converged again: the same ports and broker whatever the load now
+    assert mq.desired_record(s, "s", rec, {"b1": 0, "b2": 9}, lambda *a: 1 / 0) == rec
+    # a record of before the wills gets its will port, the service keeps its own
+    assert mq.desired_record(s, "s", {"port": 5720, "broker": "b2"}, {}, lambda *a: 5721) == dict(
+        rec, port=5720, will_port=5721)
+    assert mq.desired_record(s, "other", None, {}, lambda *a: 1 / 0) is None  # not served: no service
     assert mq.place(s, "s", None, {}) == "b1"  # a tie: the first by name
 
 
@@ -230,17 +250,21 @@ def test_applying_stops_at_the_first_error_so_no_queue_goes_before_its_values_mo
 
 def test_the_status_names_what_is_missing(tmp_path):
     s = svc.StandardService(infra(tmp_path, mqtt_gateways=GATEWAYS))
-    rec = {"port": 5710, "broker": "b1"}
+    rec = {"port": 5710, "will_port": 5711, "broker": "b1"}
     names = mq.entity_names("s")
     live = {"r1": dict((n, {}) for n in names), "r2": dict((n, {}) for n in names[:3])}
-    status = {"r1": {names[3]: {"operStatus": "active"}, names[4]: {"operStatus": "inactive"}}}
+    # the will linkRoute is inactive while no keeper is connected: that is no fault of the service
+    status = {"r1": {names[3]: {"operStatus": "active"}, names[4]: {"operStatus": "inactive"},
+                     "enmasse/s/mqtt-will-linkroute": {"operStatus": "inactive"}}}
     st = mq.status(s, "s", rec, live, status, queue_present=False)
     assert st["ready"] is False
     assert st["messages"] == [
         "router 'r1': linkRoute enmasse/s/mqtt-linkroute/out is inactive",
-        "router 'r2' lacks enmasse/s/mqtt-linkroute/in, enmasse/s/mqtt-linkroute/out",
+        "router 'r2' lacks enmasse/s/mqtt-linkroute/in, enmasse/s/mqtt-linkroute/out, enmasse/s/mqtt-will, "
+        "enmasse/s/mqtt-will-linkroute",
         "broker 'b1' lacks the queue $mqtt/s/retained"]
     assert [(e["name"], e["port"]) for e in st["endpoints"]] == [("mqtt-service-r1", 5710), ("mqtt-service-r2", 5810)]
+    assert [(e["name"], e["port"]) for e in st["will_endpoints"]] == [("mqtt-will-r1", 5711), ("mqtt-will-r2", 5811)]
     assert mq.status(s, "s", None, live, status, True) is None
     full = dict((r, dict((n, {}) for n in names)) for r in ("r1", "r2"))
     wrong = mq.status(s, "s", rec, full, {}, dict(RIGHT, durable=False))
@@ -252,20 +276,22 @@ def test_the_status_names_what_is_missing(tmp_path):
 def test_space_level_entities_carry_the_service_only_when_recorded(tmp_path):
     s = svc.StandardService(infra(tmp_path, mqtt_gateways=GATEWAYS))
     without = svc.space_level(s, "s", 5701, {"plan": "p"})
-    with_mqtt = svc.space_level(s, "s", 5701, {"plan": "p", "mqtt_service": {"port": 5710, "broker": "b1"}})
+    service = {"port": 5710, "will_port": 5711, "broker": "b1"}
+    with_mqtt = svc.space_level(s, "s", 5701, {"plan": "p", "mqtt_service": service})
     assert set(with_mqtt) - set(without) == set(mq.entity_names("s"))
-    # routers sharing a host: the service listener moves with the router's port_offset too
+    # routers sharing a host: the service and will listeners move with the router's port_offset too
     assert s.per_router(with_mqtt)["r2"]["enmasse/s/mqtt-service"]["port"] == "5810"
+    assert s.per_router(with_mqtt)["r2"]["enmasse/s/mqtt-will"]["port"] == "5811"
 
 
 def test_the_service_port_is_no_other_spaces(tmp_path):
     from ansible_collections.enmasse.messaging.plugins.module_utils.standard import infra as infra_mod
     inf = infra(tmp_path, port_range=[5700, 5799])
     led = infra_mod.load_ledger(inf, "other")
-    led.space = {"plan": "p", "port": 5700, "mqtt_service": {"port": 5701, "broker": "b1"}}
+    led.space = {"plan": "p", "port": 5700, "mqtt_service": {"port": 5701, "will_port": 5702, "broker": "b1"}}
     led.save()
-    assert infra_mod.allocate_port(inf, "s") == 5702
-    assert infra_mod.allocate_port(inf, "s", own=[5702]) == 5703
+    assert infra_mod.allocate_port(inf, "s") == 5703
+    assert infra_mod.allocate_port(inf, "s", own=[5703]) == 5704
 
 
 def test_kinds_read_the_linkroutes_only_with_the_service():

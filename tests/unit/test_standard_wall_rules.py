@@ -16,8 +16,10 @@ def test_clients_reach_only_the_declared_names():
     sources, targets = ent.terminus_names("s", ADDRESSES, routers=["r1", "r2"])
     # a subscription is received from as T::N, never sent to
     assert sources == ["a", "dlq", "m", "q", "t", "t::n"]
-    # anonymous-relay messages are checked with the tenant prefix; replies go to router temp addresses
-    assert targets == ["_topo/0/r1/temp.*", "_topo/0/r2/temp.*", "a", "amqp:/_topo/0/r1/temp.*",
+    # anonymous-relay messages are checked with the tenant prefix; replies go to router temp addresses;
+    # a will for X ($will/X) exactly where X may be sent to
+    assert targets == ["$will/a", "$will/dlq", "$will/m", "$will/q", "$will/t", "_topo/0/r1/temp.*",
+                       "_topo/0/r2/temp.*", "a", "amqp:/_topo/0/r1/temp.*",
                        "amqp:/_topo/0/r2/temp.*", "dlq", "m", "q", "s/a", "s/dlq", "s/m", "s/q", "s/t", "t"]
     assert not [n for n in sources + targets if n == "*" or n.startswith("_topo/0/r1/$")]
 
@@ -27,7 +29,7 @@ def test_the_vhost_lists_them_and_nothing_when_nothing_is_placed():
                                routers=["r1"])["enmasse/s/vhost"]
     group = vhost["groups"]["$default"]
     assert group["sources"] == "a"
-    assert group["targets"] == "_topo/0/r1/temp.*,a,amqp:/_topo/0/r1/temp.*,s/a"
+    assert group["targets"] == "$will/a,_topo/0/r1/temp.*,a,amqp:/_topo/0/r1/temp.*,s/a"
     empty = ent.space_entities("s", 5701, {"host": "auth", "port": 5680}, anonymous=True)["enmasse/s/vhost"]
     assert empty["groups"]["$default"]["sources"] == "" and empty["groups"]["$default"]["targets"] == ""
 
@@ -36,6 +38,8 @@ def test_the_vhost_lists_them_and_nothing_when_nothing_is_placed():
     ("a,b", ["','", "separates names"]),
     ("orders*", ["'*'", "wildcard"]),
     ("inbox-${user}", ["'${user}'", "user name"]),
+    ("$will", ["'$will/'", "AMQP will"]),
+    ("$will/orders", ["'$will/'", "AMQP will"]),
 ])
 def test_names_the_policy_cannot_list_are_refused_in_standard_spaces_only(name, words):
     cat = Catalogue.default()
@@ -66,3 +70,9 @@ def test_the_routers_broker_role_creates_and_deletes_no_durable_queue():
         assert "router" in perms[kind], (kind, perms[kind])
     for kind in ("createDurableQueue", "deleteDurableQueue", "createAddress", "deleteAddress", "manage"):
         assert "router" not in perms.get(kind, ""), (kind, perms[kind])
+
+
+def test_the_reserved_will_prefix_is_the_routers_one():
+    from ansible_collections.enmasse.messaging.plugins.module_utils.model import names
+    assert names.RESERVED_WILL == ent.WILL_PREFIX
+    assert names.router_policy_name_errors("$willow") == []

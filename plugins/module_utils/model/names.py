@@ -113,6 +113,10 @@ def address_name_errors(address, field="address"):
     return errs
 
 
+# standard/entities.WILL_PREFIX (not imported: model stays free of the router's modules)
+RESERVED_WILL = "$will"
+
+
 def router_policy_name_errors(address, field="address"):
     """A standard space's address is listed by name in its router vhost
     policy (the names its clients may reach): no ``,`` (the list separator),
@@ -129,6 +133,10 @@ def router_policy_name_errors(address, field="address"):
     if address.endswith("*"):
         errs.append("%s: %s must not end with '*' in a standard address space (the router's address "
                     "policy reads it as a wildcard)" % (field, _fmt(address)))
+    if address == RESERVED_WILL or address.startswith(RESERVED_WILL + "/"):
+        errs.append("%s: %s must not be or start with '%s/' in a standard address space (reserved: a client "
+                    "attaches its AMQP will for address X to %s/X)"
+                    % (field, _fmt(address), RESERVED_WILL, RESERVED_WILL))
     return errs
 
 

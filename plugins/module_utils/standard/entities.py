@@ -60,6 +60,16 @@ ROUTER_ONLY_TYPES = ("anycast", "multicast")
 QUEUE_LIKE = ("queue", "deadletter")
 
 
+# what an AMQP client of a space attaches its will sender to: $will/<the will's address>
+# (docs/mqtt-design.md "Wills of AMQP clients"); the space's will keepers get the link
+WILL_PREFIX = "$will"
+
+
+def will_target(address):
+    """The name an AMQP client attaches its will sender to, for a will to ``address``."""
+    return "%s/%s" % (WILL_PREFIX, address)
+
+
 def space_prefix(space):
     """The prefix of every entity name of address space ``space``."""
     return "%s%s/" % (PREFIX, space)
@@ -93,6 +103,8 @@ def terminus_names(space, addresses, routers=()):
       a message of an anonymous sender (it prefixes the tenant first; a link
       attached to ``S/X`` itself reaches ``S/S/X``, where no receiver can
       attach, so no message flows there);
+    * to send only: ``$will/X`` for each of them (``will_target``), a will
+      for X: whoever may send to X may leave a will for it, nobody else;
     * to send only: the temporary addresses of every router (``routers``,
       ids), ``[amqp:/]_topo/0/<router>/temp.*``: the reply-to of a dynamic
       receiver (request/response), the only router-made names."""
@@ -102,7 +114,7 @@ def terminus_names(space, addresses, routers=()):
             sources.add("%s::%s" % (a.get("topic"), a["address"]))
             continue
         sources.add(a["address"])
-        targets.update((a["address"], internal(space, a["address"])))
+        targets.update((a["address"], internal(space, a["address"]), will_target(a["address"])))
     for r in routers:
         targets.update(("_topo/0/%s/temp.*" % r, "amqp:/_topo/0/%s/temp.*" % r))
     return sorted(sources), sorted(targets)

@@ -250,7 +250,7 @@ def space_names(infra):
 
 def other_ports(infra, space):
     """The listener ports the other standard spaces of this infrastructure
-    hold (their clients' and their MQTT service listener's)."""
+    hold (their clients', their MQTT service's and its will keepers' listeners')."""
     used = {}
     for name in space_names(infra):
         if name == space:
@@ -259,7 +259,8 @@ def other_ports(infra, space):
             led = load_ledger(infra, name)
         except Exception:  # pylint: disable=broad-except
             continue  # an unreadable ledger of another space holds no port we can know
-        for port in ((led.space or {}).get("port"), ((led.space or {}).get("mqtt_service") or {}).get("port")):
+        mqtt = (led.space or {}).get("mqtt_service") or {}
+        for port in ((led.space or {}).get("port"), mqtt.get("port"), mqtt.get("will_port")):
             if port:
                 used[int(port)] = name
     return used

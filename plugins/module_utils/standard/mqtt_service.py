@@ -27,10 +27,16 @@ Per space S with MQTT:
   every name, so no client of the space reaches them), and the linkRoute
   pair ``enmasse/S/mqtt-linkroute/{in,out}`` for the prefix ``$mqtt/S`` to
   the broker holding the queue;
+* the AMQP clients' wills (docs/mqtt-design.md "Wills of AMQP clients"):
+  listener ``enmasse/S/mqtt-will`` (role route-container, the same realm,
+  vhost and TLS; the will keepers connect there) and linkRoute
+  ``enmasse/S/mqtt-will-linkroute`` (direction in, prefix ``S/$will``, to
+  the connections of that listener only, by its name: no other connection
+  can pose as a keeper);
 * on one pool broker: the durable, non-destructive last-value queue
   ``$mqtt/S/retained`` (key ``mqtt_topic``).
 
-The ledger records ``mqtt_service: {port, broker}`` in the space's record.
+The ledger records ``mqtt_service: {port, will_port, broker}`` in the space's record.
 Pure except ``broker_queue_*`` (Jolokia)."""
 
 from __future__ import absolute_import, division, print_function
@@ -48,6 +54,7 @@ SERVICE_USER = "mqtt-gateway"
 ALL_ADDRESSES_GROUPS = ("recv_%2A", "send_%2A")
 LAST_VALUE_KEY = "mqtt_topic"
 NAMES = ("mqtt-vhost", "mqtt-auth", "mqtt-service", "mqtt-linkroute/in", "mqtt-linkroute/out")
+WILL_NAMES = ("mqtt-will", "mqtt-will-linkroute")
 
 
 def realm(space):
@@ -61,6 +68,12 @@ def prefix(space):
 
 def retained_queue(space):
     return "%s/retained" % prefix(space)
+
+
+def will_prefix(space):
+    """The link-route prefix of the space's AMQP wills inside the routers
+    (a client's ``$will/X`` on the space's tenant listener is ``S/$will/X``)."""
+    return _ent.internal(space, _ent.WILL_PREFIX)
 
 
 def groups(space):
@@ -103,13 +116,13 @@ def served(infra, space):
 
 def entity_names(space):
     pre = _ent.space_prefix(space)
-    return [pre + n for n in NAMES]
+    return [pre + n for n in NAMES + WILL_NAMES]
 
 
 def router_entities(space, record, auth, bind_host="0.0.0.0", tls=None, addresses=()):
     """The router entities of the space's MQTT service (``record``: the
-    ledger's ``mqtt_service`` {port, broker}; None: none; ``addresses``: the
-    space's placed addresses, ``service_targets``)."""
+    ledger's ``mqtt_service`` {port, will_port, broker}; None: none;
+    ``addresses``: the space's placed addresses, ``service_targets``)."""
     if not record:
         return {}
     pre = _ent.space_prefix(space)
@@ -131,6 +144,16 @@ def router_entities(space, record, auth, bind_host="0.0.0.0", tls=None, addresse
         out[pre + "mqtt-linkroute/" + direction] = _ent.entity(
             _ent.LINKROUTE, prefix=prefix(space), direction=direction,
             connection=_ent.connector_name(record["broker"]))
+    if record.get("will_port"):
+        # the keepers' listener: route-container, so that the routers route the clients' will links to its
+        # connections; the linkRoute names the listener (a connection's label), not a container id that any
+        # route-container connection could claim
+        out[pre + "mqtt-will"] = _ent.entity(_ent.LISTENER, host=bind_host, port=str(record["will_port"]),
+                                             role="route-container", policyVhost=name, authenticatePeer=True,
+                                             saslMechanisms="PLAIN", saslPlugin=pre + "mqtt-auth",
+                                             **_ent.listener_tls(tls))
+        out[pre + "mqtt-will-linkroute"] = _ent.entity(_ent.LINKROUTE, prefix=will_prefix(space), direction="in",
+                                                       connection=pre + "mqtt-will")
     return out
 
 
@@ -150,14 +173,16 @@ def place(service, space, old, live_counts):
 
 def desired_record(service, space, old, live_counts, allocate):
     """The ledger's ``mqtt_service`` for a space: None without MQTT, else
-    {port (kept, else ``allocate()``), broker}."""
+    {port, will_port (each kept, else ``allocate(*ports taken already)``),
+    broker}."""
     if not served(service.infra, space):
         return None
     old = old or {}
     broker = place(service, space, old.get("broker"), live_counts)
     if broker is None:
         return None
-    return {"port": old.get("port") or allocate(), "broker": broker}
+    port = old.get("port") or allocate()
+    return {"port": port, "will_port": old.get("will_port") or allocate(port), "broker": broker}
 
 
 # ------------------------------------------------------------------ the broker side
@@ -312,7 +337,7 @@ def status(service, space, record, live_routers, router_status, queue_present):
         missing = [n for n in names if n not in live]
         if missing:
             msgs.append("router %r lacks %s" % (r, ", ".join(missing)))
-        for n in names[3:]:
+        for n in names[3:len(NAMES)]:  # the will linkRoute is inactive while no keeper is connected
             st = ((router_status or {}).get(r) or {}).get(n, {}).get("operStatus")
             if n in live and st not in (None, "active"):
                 msgs.append("router %r: linkRoute %s is %s" % (r, n, st))
@@ -324,9 +349,16 @@ def status(service, space, record, live_routers, router_status, queue_present):
                         % (record["broker"], retained_queue(space), k, live, want))
     return {"realm": realm(space), "user": SERVICE_USER, "queue": retained_queue(space), "broker": record["broker"],
             "prefix": prefix(space), "ready": not msgs, "messages": msgs,
-            "endpoints": [{"name": "mqtt-service-%s" % r["id"], "host": r.get("host") or r["id"],
-                           "port": int(record["port"]) + int(r.get("port_offset") or 0)}
-                          for r in service.infra["routers"]]}
+            "endpoints": _endpoints(service, "mqtt-service", record["port"]),
+            "will_endpoints": _endpoints(service, "mqtt-will", record.get("will_port"))}
+
+
+def _endpoints(service, kind, port):
+    """One endpoint per router of a listener of the service (none without its port)."""
+    if not port:
+        return []
+    return [{"name": "%s-%s" % (kind, r["id"]), "host": r.get("host") or r["id"],
+             "port": int(port) + int(r.get("port_offset") or 0)} for r in service.infra["routers"]]
 
 
 def live_state(service, space, brokers):

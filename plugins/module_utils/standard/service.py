@@ -478,7 +478,7 @@ def converge_space(service, ledger, desired, catalogue, connection_file=None, ch
     record = _requests.space_record(desired, port=old.get("port") or _infra.allocate_port(service.infra, name))
     port = record["port"]
     mqtt, mqtt_ops, unused = _mqtt.plan(service, name, old.get("mqtt_service"), ledger.homes,
-                                        lambda: _infra.allocate_port(service.infra, name, own=[port]))
+                                        lambda *more: _infra.allocate_port(service.infra, name, own=[port] + list(more)))
     if mqtt:
         record["mqtt_service"] = mqtt
     with service.session() as session:

@@ -1,0 +1,305 @@
+"""The wills of AMQP clients (issue 21, deliverable 2: "the will ... work[s]
+for AMQP clients too"; docs/mqtt-design.md "Wills of AMQP clients"), with
+REAL components: two qdrouterd 1.19 routers and an Artemis pool broker
+(standard_env.StandardEnv), the standard space converged by the
+address_space/address modules with an MQTT gateway named for it (so the
+converge declares its will listener and linkRoute), the auth service with
+the space's users and the service realm, the will keeper as the
+mqtt_gateway role installs it (the job_bundle's files and the role's entry
+point, run by the host's python3 with Debian's python3-qpid-proton), one
+gateway binary, paho-mqtt and python-qpid-proton clients.
+
+The keeper is on the first router; the clients that leave wills are on the
+second (their links cross the mesh); the subscribers are an AMQP receiver on
+the first router and an MQTT subscriber through the gateway."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import test_auth_service_router as asr
+import test_mqtt_gateway as tmg
+from helpers import run_module
+from mqtt_retained_env import (ADDRESSES, OTHER, PLANS, SPACE, Gateway, client, common, gateway_config, make_space,
+                               space_ports, write_service_realm, write_users)
+from standard_env import REPO, StandardEnv, build_router
+
+from ansible_collections.enmasse.messaging.plugins.lookup import job_bundle
+
+pytestmark = [pytest.mark.integration, pytest.mark.router]
+
+ENTRY_POINT = os.path.join(REPO, "roles", "mqtt_gateway", "files", "enmasse-mqtt-will-keeper")
+
+# one client that leaves a will: attach a sender to argv[5], send argv[7:] one by one, say
+# "registered" when every one is accepted; mode clean: detach and close; hold: wait to be killed.
+# Any end of the link it did not ask for is printed ("detached <condition>").
+WILL_CLIENT = r'''
+import sys
+from proton import Message, SSLDomain
+from proton.handlers import MessagingHandler
+from proton.reactor import Container
+url, user, password, ca, target, mode = sys.argv[1:7]
+bodies = sys.argv[7:]
+class C(MessagingHandler):
+    def __init__(self):
+        super(C, self).__init__()
+        self.sent = self.acked = 0
+    def on_start(self, e):
+        d = SSLDomain(SSLDomain.MODE_CLIENT)
+        d.set_trusted_ca_db(ca)
+        d.set_peer_authentication(SSLDomain.VERIFY_PEER)
+        conn = e.container.connect(url, user=user, password=password, allowed_mechs="PLAIN", ssl_domain=d,
+                                   reconnect=False)
+        e.container.create_sender(conn, target)
+    def on_sendable(self, e):
+        while self.sent < len(bodies) and e.sender.credit:
+            e.sender.send(Message(body=bodies[self.sent]))
+            self.sent += 1
+    def on_accepted(self, e):
+        self.acked += 1
+        if self.acked == len(bodies):
+            print("registered", flush=True)
+            if mode == "clean":
+                e.sender.close()
+                e.connection.close()
+    def on_link_remote_close(self, e):
+        cond = e.link.remote_condition
+        print("detached %s" % (cond.name if cond else None), flush=True)
+        e.connection.close()
+Container(C()).run()
+'''
+
+
+class Keeper(object):
+    """The will keeper as the mqtt_gateway role installs it."""
+
+    def __init__(self, root, config):
+        self.root = root
+        lib = os.path.join(root, "lib", "enmasse_will")
+        os.makedirs(lib)
+        os.makedirs(os.path.join(root, "bin"))
+        for entry in job_bundle.bundle(root=REPO, parts=("will_keeper",)):
+            shutil.copy(entry["source"], lib)
+        self.program = os.path.join(root, "bin", "enmasse-mqtt-will-keeper")
+        shutil.copy(ENTRY_POINT, self.program)
+        self.config = os.path.join(root, "config.json")
+        with open(self.config, "w") as f:
+            json.dump(config, f)
+        self.log = os.path.join(root, "keeper.log")
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen([asr.HOST_PYTHON, "-I", self.program, "--config", self.config],
+                                     stdout=open(self.log, "a"), stderr=subprocess.STDOUT)
+        return self
+
+    def text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            asr.stop(self.proc)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    pytest.importorskip("proton")
+    pytest.importorskip("paho.mqtt")
+    if subprocess.run([asr.HOST_PYTHON, "-c", "import proton"], check=False).returncode != 0:
+        pytest.skip("the host's python3 has no python3-qpid-proton (Debian package), which the keeper needs")
+    binary = tmg.gateway_binary()
+    prefix, why = build_router()
+    if prefix is None:
+        pytest.fail(why)
+    root = str(tmp_path_factory.mktemp("amqp-wills"))
+    std = StandardEnv(str(tmp_path_factory.mktemp("std")), prefix, routers=2, brokers=1)
+    std.mqtt_gateways = [{"host": "127.0.0.1", "spaces": [{"name": SPACE, "tls_port": 8883},
+                                                          {"name": OTHER, "tls_port": 8884}]}]
+    procs = []
+    try:
+        std.start()
+        for space in (SPACE, OTHER):
+            assert make_space(std, space).rc == 0
+            res = run_module("address", dict(common(std, space), address_space=space, prune=True, addresses=[
+                {"address": a, "type": t, "plan": PLANS[t]} for a, t in sorted(ADDRESSES.items())
+                if space == SPACE or a == "q1"]))
+            assert res.rc == 0, res.result
+        write_users(std, SPACE, {"alice": ("secret-a", asr.ALL), "carol": ("carol-pw", ["send_t%2Fa", "recv_t%2Fa"])})
+        write_users(std, OTHER, {"bob": ("secret-b", asr.ALL)})
+        passwords = dict((s, write_service_realm(std, s)) for s in (SPACE, OTHER))
+        again = make_space(std, SPACE)
+        assert again.rc == 0 and again.result["changed"] is False, again.result
+        status = again.result["address_space"]["status"]
+        svc = status["mqtt_service"]
+        gw = Gateway(binary, root, "gw1", gateway_config(std, root, status, 0, passwords[SPACE])).start()
+        procs.append(gw)
+        keeper = Keeper(os.path.join(root, "keeper"), {
+            "space": SPACE, "routers": ["127.0.0.1:%d" % svc["will_endpoints"][0]["port"]],
+            "user": svc["user"], "password_file": os.path.join(root, "service-password"),
+            "router_ca_file": std.ca.cert_file, "log_level": "DEBUG"}).start()
+        procs.append(keeper)
+        e = {"std": std, "gateways": [gw], "ca": std.ca.cert_file, "keeper": keeper, "status": status,
+             "ports": {SPACE: space_ports(std, SPACE)[0], OTHER: space_ports(std, OTHER)[0]},
+             "second": space_ports(std, SPACE)[1], "other_second": space_ports(std, OTHER)[1],
+             "service_password": passwords[SPACE]}
+        assert tmg.wait_for(lambda: "connected to a router" in keeper.text(), 30), keeper.text()
+        assert reachable(e), keeper.text()
+        yield e
+    finally:
+        for p in procs:
+            if isinstance(p, Keeper):
+                p.stop()
+            elif p.proc:
+                asr.stop(p.proc)
+        std.stop()
+
+
+@pytest.fixture(autouse=True)
+def close_clients():
+    yield
+    while tmg.OPEN:
+        tmg.OPEN.pop().close()
+
+
+def will_client(env, target, bodies, mode, user="alice", password="secret-a", port=None):
+    """Start a client that leaves a will on ``target``; (process, its first line)."""
+    proc = subprocess.Popen([sys.executable, "-c", WILL_CLIENT, "amqps://127.0.0.1:%d" % (port or env["second"]),
+                             user, password, env["ca"], target, mode] + list(bodies),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    line = proc.stdout.readline().strip()
+    return proc, line
+
+
+def reachable(env, timeout=30):
+    """A will attached on the second router gets to the keeper (the link
+    route's address reaches the other router within about a second)."""
+    def once():
+        proc, line = will_client(env, "$will/m/a", ["probe"], "clean")
+        proc.wait(10)
+        return line == "registered"
+    return tmg.wait_for(once, timeout)
+
+
+def amqp_receiver(env, address):
+    conn = asr.connect(env, SPACE, "alice", "secret-a")
+    return conn, conn.create_receiver(address, credit=10)
+
+
+def mqtt_subscriber(env, topic):
+    c = client(env)
+    seen = []
+    c.c.on_message = lambda cl, u, m: seen.append(m.payload)
+    assert c.subscribe(topic)[0] in (0, 1)
+    return c, seen
+
+
+def first_body(receiver, seconds):
+    """The body of the first message within ``seconds``, or None."""
+    from proton import Timeout
+    try:
+        body = receiver.receive(timeout=seconds).body
+    except Timeout:
+        return None
+    receiver.accept()
+    return body
+
+
+def bodies_within(receiver, seconds):
+    from proton import Timeout
+    got, end = [], time.time() + seconds
+    while time.time() < end:
+        try:
+            got.append(receiver.receive(timeout=max(0.1, end - time.time())).body)
+            receiver.accept()
+        except Timeout:
+            break
+    return got
+
+
+def test_a_killed_clients_will_reaches_amqp_and_mqtt_subscribers(env):
+    conn, receiver = amqp_receiver(env, "m/a")
+    sub, seen = mqtt_subscriber(env, "m/a")
+    try:
+        proc, line = will_client(env, "$will/m/a", ["first will", "kill-9 will"], "hold")
+        assert line == "registered", line
+        assert bodies_within(receiver, 1.5) == []  # nothing before the client goes away
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        assert first_body(receiver, 10) == "kill-9 will"  # the last message on the link is the will
+        assert tmg.wait_for(lambda: seen, 10) and seen == [b"kill-9 will"], seen
+        assert bodies_within(receiver, 1.5) == []  # once
+    finally:
+        conn.close()
+
+
+def test_a_clean_detach_sends_no_will(env):
+    conn, receiver = amqp_receiver(env, "m/a")
+    try:
+        proc, line = will_client(env, "$will/m/a", ["never sent"], "clean")
+        assert line == "registered", line
+        proc.wait(10)
+        assert bodies_within(receiver, 3) == []
+    finally:
+        conn.close()
+
+
+def test_a_will_needs_send_on_its_address_and_stays_in_the_space(env):
+    # carol may send to t/a only
+    proc, line = will_client(env, "$will/m/a", ["x"], "hold", user="carol", password="carol-pw")
+    proc.wait(10)
+    assert line == "detached amqp:unauthorized-access", line
+    proc, line = will_client(env, "$will/t/a", ["carol's will"], "hold", user="carol", password="carol-pw")
+    assert line == "registered", line
+    proc.kill()
+    proc.wait(10)
+    # another space's client names this space's will prefix: its tenant prefix comes first, the policy refuses
+    for target in ("%s/$will/m/a" % SPACE, "$will/m/a"):
+        proc, line = will_client(env, target, ["x"], "hold", user="bob", password="secret-b", port=env["other_second"])
+        proc.wait(10)
+        assert line == "detached amqp:unauthorized-access", (target, line)
+
+
+def test_the_will_listener_admits_the_service_user_only(env):
+    from proton import ConnectionException
+    from proton.utils import BlockingConnection
+    port = env["status"]["mqtt_service"]["will_endpoints"][1]["port"]
+    for user, password in (("alice", "secret-a"), ("mqtt-gateway", "wrong")):
+        with pytest.raises(ConnectionException):
+            BlockingConnection("amqps://127.0.0.1:%d" % port, user=user, password=password, allowed_mechs="PLAIN",
+                               ssl_domain=asr.client_domain(env["ca"]), timeout=15).close()
+
+
+def test_a_keepers_end_sends_no_will_and_the_client_sees_its_link_end(env):
+    conn, receiver = amqp_receiver(env, "m/a")
+    keeper = env["keeper"]
+    try:
+        proc, line = will_client(env, "$will/m/a", ["keeper gone"], "hold")
+        assert line == "registered", line
+        keeper.proc.send_signal(signal.SIGKILL)
+        keeper.proc.wait(10)
+        ended = proc.stdout.readline().strip()
+        assert ended.startswith("detached ") and ended != "detached None", ended
+        assert bodies_within(receiver, 3) == []
+        proc.kill()
+        proc.wait(10)
+    finally:
+        keeper.start()
+        assert tmg.wait_for(lambda: keeper.text().count("connected to a router") >= 2, 30), keeper.text()
+        assert reachable(env), keeper.text()
+        conn.close()
+    # a client attaching again gets the new keeper
+    proc, line = will_client(env, "$will/m/a", ["after the restart"], "hold")
+    assert line == "registered", line
+    conn, receiver = amqp_receiver(env, "m/a")
+    try:
+        proc.kill()
+        proc.wait(10)
+        assert first_body(receiver, 10) == "after the restart"
+    finally:
+        conn.close()
