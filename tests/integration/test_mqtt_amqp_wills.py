@@ -37,10 +37,11 @@ ENTRY_POINT = os.path.join(REPO, "roles", "mqtt_gateway", "files", "enmasse-mqtt
 
 # one client that leaves a will: attach a sender to argv[5], send argv[7:] one by one, say
 # "registered" when every one is accepted; mode clean: detach and close; hold: wait to be killed.
-# Any end of the link it did not ask for is printed ("detached <condition>").
+# Any end of the link it did not ask for is printed ("detached <condition>"). WILL_RETAIN=1 in the
+# environment: the messages carry x-opt-mqtt-retain true.
 WILL_CLIENT = r'''
-import sys
-from proton import Message, SSLDomain
+import os, sys
+from proton import Message, SSLDomain, symbol
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 url, user, password, ca, target, mode = sys.argv[1:7]
@@ -58,7 +59,8 @@ class C(MessagingHandler):
         e.container.create_sender(conn, target)
     def on_sendable(self, e):
         while self.sent < len(bodies) and e.sender.credit:
-            e.sender.send(Message(body=bodies[self.sent]))
+            retain = {symbol("x-opt-mqtt-retain"): True} if os.environ.get("WILL_RETAIN") else None
+            e.sender.send(Message(body=bodies[self.sent], annotations=retain))
             self.sent += 1
     def on_accepted(self, e):
         self.acked += 1
@@ -167,11 +169,12 @@ def close_clients():
         tmg.OPEN.pop().close()
 
 
-def will_client(env, target, bodies, mode, user="alice", password="secret-a", port=None):
+def will_client(env, target, bodies, mode, user="alice", password="secret-a", port=None, retain=False):
     """Start a client that leaves a will on ``target``; (process, its first line)."""
     proc = subprocess.Popen([sys.executable, "-c", WILL_CLIENT, "amqps://127.0.0.1:%d" % (port or env["second"]),
                              user, password, env["ca"], target, mode] + list(bodies),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, WILL_RETAIN="1") if retain else None)
     line = proc.stdout.readline().strip()
     return proc, line
 
@@ -191,10 +194,10 @@ def amqp_receiver(env, address):
     return conn, conn.create_receiver(address, credit=10)
 
 
-def mqtt_subscriber(env, topic):
+def mqtt_subscriber(env, topic, flags=False):
     c = client(env)
     seen = []
-    c.c.on_message = lambda cl, u, m: seen.append(m.payload)
+    c.c.on_message = lambda cl, u, m: seen.append((m.payload, m.retain) if flags else m.payload)
     assert c.subscribe(topic)[0] in (0, 1)
     return c, seen
 
@@ -247,6 +250,24 @@ def test_a_clean_detach_sends_no_will(env):
         assert bodies_within(receiver, 3) == []
     finally:
         conn.close()
+
+
+def test_a_retained_will_is_kept_for_the_next_mqtt_subscriber(env):
+    """The keeper sends the will as the client sent it: with x-opt-mqtt-retain
+    on a topic address, the gateways store it as any retained AMQP message."""
+    proc, line = will_client(env, "$will/t/c", ["retained will"], "hold", retain=True)
+    assert line == "registered", line
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    got = []
+
+    def once():
+        sub, seen = mqtt_subscriber(env, "t/c", flags=True)
+        tmg.wait_for(lambda: seen, 2)
+        sub.close()
+        got[:] = seen
+        return bool(seen)
+    assert tmg.wait_for(once, 20) and got == [(b"retained will", True)], got
 
 
 def test_a_will_needs_send_on_its_address_and_stays_in_the_space(env):
