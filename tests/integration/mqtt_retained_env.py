@@ -52,6 +52,28 @@ def write_service_realm(std, space):
     return password
 
 
+def provision(std, other_addresses=None):
+    """SPACE with ADDRESSES and OTHER with ``other_addresses`` (default the
+    same) converged, their users (alice, carol; bob) and service realms
+    written: ({space: its first converge's result}, {space: service password},
+    SPACE's status from a second converge, which must change nothing)."""
+    first = {}
+    for space in (SPACE, OTHER):
+        res = make_space(std, space)
+        assert res.rc == 0 and res.result["changed"], res.result
+        first[space] = res.result
+        wanted = ADDRESSES if space == SPACE or other_addresses is None else other_addresses
+        res = run_module("address", dict(common(std, space), address_space=space, prune=True, addresses=[
+            {"address": a, "type": t, "plan": PLANS[t]} for a, t in sorted(wanted.items())]))
+        assert res.rc == 0, res.result
+    write_users(std, SPACE, {"alice": ("secret-a", asr.ALL), "carol": ("carol-pw", ["send_t%2Fa", "recv_t%2Fa"])})
+    write_users(std, OTHER, {"bob": ("secret-b", asr.ALL)})
+    passwords = dict((s, write_service_realm(std, s)) for s in (SPACE, OTHER))
+    again = make_space(std, SPACE)  # idempotent: nothing changes the second time
+    assert again.rc == 0 and again.result["changed"] is False, again.result
+    return first, passwords, again.result["address_space"]["status"]
+
+
 def space_ports(std, space):
     with open(std.connection_file(space)) as f:
         return [e["port"] for e in json.load(f)["endpoints"] if e["name"].startswith("amqp")]

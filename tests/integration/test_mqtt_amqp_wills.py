@@ -14,7 +14,6 @@ second (their links cross the mesh); the subscribers are an AMQP receiver on
 the first router and an MQTT subscriber through the gateway."""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,12 +23,8 @@ import pytest
 
 import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
-from helpers import run_module
-from mqtt_retained_env import (ADDRESSES, OTHER, PLANS, SPACE, Gateway, client, common, gateway_config, make_space,
-                               space_ports, write_service_realm, write_users)
+from mqtt_retained_env import OTHER, SPACE, Gateway, client, gateway_config, provision, space_ports
 from standard_env import REPO, StandardEnv, build_router
-
-from ansible_collections.enmasse.messaging.plugins.lookup import job_bundle
 
 pytestmark = [pytest.mark.integration, pytest.mark.router]
 
@@ -82,13 +77,7 @@ class Keeper(object):
 
     def __init__(self, root, config):
         self.root = root
-        lib = os.path.join(root, "lib", "enmasse_will")
-        os.makedirs(lib)
-        os.makedirs(os.path.join(root, "bin"))
-        for entry in job_bundle.bundle(root=REPO, parts=("will_keeper",)):
-            shutil.copy(entry["source"], lib)
-        self.program = os.path.join(root, "bin", "enmasse-mqtt-will-keeper")
-        shutil.copy(ENTRY_POINT, self.program)
+        self.program = asr.install_program(root, "will_keeper", "enmasse_will", ENTRY_POINT)
         self.config = os.path.join(root, "config.json")
         with open(self.config, "w") as f:
             json.dump(config, f)
@@ -126,18 +115,7 @@ def env(tmp_path_factory):
     procs = []
     try:
         std.start()
-        for space in (SPACE, OTHER):
-            assert make_space(std, space).rc == 0
-            res = run_module("address", dict(common(std, space), address_space=space, prune=True, addresses=[
-                {"address": a, "type": t, "plan": PLANS[t]} for a, t in sorted(ADDRESSES.items())
-                if space == SPACE or a == "q1"]))
-            assert res.rc == 0, res.result
-        write_users(std, SPACE, {"alice": ("secret-a", asr.ALL), "carol": ("carol-pw", ["send_t%2Fa", "recv_t%2Fa"])})
-        write_users(std, OTHER, {"bob": ("secret-b", asr.ALL)})
-        passwords = dict((s, write_service_realm(std, s)) for s in (SPACE, OTHER))
-        again = make_space(std, SPACE)
-        assert again.rc == 0 and again.result["changed"] is False, again.result
-        status = again.result["address_space"]["status"]
+        unused, passwords, status = provision(std, other_addresses={"q1": "queue"})  # no m/a in the other space
         svc = status["mqtt_service"]
         gw = Gateway(binary, root, "gw1", gateway_config(std, root, status, 0, passwords[SPACE])).start()
         procs.append(gw)

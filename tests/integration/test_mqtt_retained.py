@@ -21,10 +21,9 @@ import pytest
 import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
 from helpers import run_module
-from mqtt_retained_env import (ADDRESSES, OTHER, PLANS, RETAINED, SPACE, Gateway, amqp_send,
-                               broker_op, cannot_receive, client, common, gateway_config, make_space, on,
-                               queue_state, receive_refusal, retain, retain_many, retained_soon, send_refusal,
-                               space_ports, subscribe_and_get, write_service_realm, write_users)
+from mqtt_retained_env import (OTHER, RETAINED, SPACE, Gateway, amqp_send, broker_op, cannot_receive, client,
+                               common, gateway_config, make_space, on, provision, queue_state, receive_refusal,
+                               retain, retain_many, retained_soon, send_refusal, space_ports, subscribe_and_get)
 from standard_env import StandardEnv, build_router
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.mqtt import mapping
@@ -49,20 +48,7 @@ def env(tmp_path_factory):
     gateways = []
     try:
         std.start()
-        first = {}
-        for space in (SPACE, OTHER):
-            res = make_space(std, space)
-            assert res.rc == 0 and res.result["changed"], res.result
-            first[space] = res.result
-            res = run_module("address", dict(common(std, space), address_space=space, prune=True, addresses=[
-                {"address": a, "type": t, "plan": PLANS[t]} for a, t in sorted(ADDRESSES.items())]))
-            assert res.rc == 0, res.result
-        write_users(std, SPACE, {"alice": ("secret-a", asr.ALL), "carol": ("carol-pw", ["send_t%2Fa", "recv_t%2Fa"])})
-        write_users(std, OTHER, {"bob": ("secret-b", asr.ALL)})
-        passwords = dict((s, write_service_realm(std, s)) for s in (SPACE, OTHER))
-        again = make_space(std, SPACE)  # idempotent: nothing changes the second time
-        assert again.rc == 0 and again.result["changed"] is False, again.result
-        status = again.result["address_space"]["status"]
+        first, passwords, status = provision(std)
         gateways = [Gateway(binary, root, "gw%d" % (i + 1),
                             gateway_config(std, root, status, i, passwords[SPACE])).start() for i in range(2)]
         yield {"std": std, "gateways": gateways, "broker": std.brokers[0], "ca": std.ca.cert_file,
