@@ -9,9 +9,12 @@ import json
 import os
 import subprocess
 
+import pytest
+
 import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
 from helpers import run_module
+from standard_env import StandardEnv, build_router
 
 from ansible_collections.enmasse.messaging.plugins.filter.auth_service import auth_service_mqtt_users_file
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
@@ -50,6 +53,22 @@ def write_service_realm(std, space):
     with open(os.path.join(std.auth_service.users_dir, space + ".mqtt.json"), "w") as f:
         json.dump(doc, f)
     return password
+
+
+def new_env(tmp_path_factory, name, brokers):
+    """(gateway binary, a work directory, a StandardEnv not started: two routers, ``brokers`` pool
+    brokers, an MQTT gateway serving SPACE and OTHER as site.yml names them, playbooks/vars/mqtt.yml)."""
+    pytest.importorskip("proton")
+    pytest.importorskip("paho.mqtt")
+    binary = tmg.gateway_binary()
+    prefix, why = build_router()
+    if prefix is None:
+        pytest.fail(why)
+    root = str(tmp_path_factory.mktemp(name))
+    std = StandardEnv(str(tmp_path_factory.mktemp("std")), prefix, routers=2, brokers=brokers)
+    std.mqtt_gateways = [{"host": "127.0.0.1", "spaces": [{"name": SPACE, "tls_port": 8883},
+                                                          {"name": OTHER, "tls_port": 8884}]}]
+    return binary, root, std
 
 
 def provision(std, other_addresses=None):

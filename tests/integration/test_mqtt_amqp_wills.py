@@ -23,8 +23,8 @@ import pytest
 
 import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
-from mqtt_retained_env import OTHER, SPACE, Gateway, client, gateway_config, provision, space_ports
-from standard_env import REPO, StandardEnv, build_router
+from mqtt_retained_env import OTHER, SPACE, Gateway, client, gateway_config, new_env, provision, space_ports
+from standard_env import REPO
 
 pytestmark = [pytest.mark.integration, pytest.mark.router]
 
@@ -100,18 +100,9 @@ class Keeper(object):
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    pytest.importorskip("proton")
-    pytest.importorskip("paho.mqtt")
     if subprocess.run([asr.HOST_PYTHON, "-c", "import proton"], check=False).returncode != 0:
         pytest.skip("the host's python3 has no python3-qpid-proton (Debian package), which the keeper needs")
-    binary = tmg.gateway_binary()
-    prefix, why = build_router()
-    if prefix is None:
-        pytest.fail(why)
-    root = str(tmp_path_factory.mktemp("amqp-wills"))
-    std = StandardEnv(str(tmp_path_factory.mktemp("std")), prefix, routers=2, brokers=1)
-    std.mqtt_gateways = [{"host": "127.0.0.1", "spaces": [{"name": SPACE, "tls_port": 8883},
-                                                          {"name": OTHER, "tls_port": 8884}]}]
+    binary, root, std = new_env(tmp_path_factory, "amqp-wills", brokers=1)
     procs = []
     try:
         std.start()

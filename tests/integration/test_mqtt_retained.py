@@ -22,9 +22,8 @@ import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
 from helpers import run_module
 from mqtt_retained_env import (OTHER, RETAINED, SPACE, Gateway, amqp_send, broker_op, cannot_receive, client,
-                               common, gateway_config, make_space, on, provision, queue_state, receive_refusal,
+                               common, gateway_config, make_space, new_env, on, provision, queue_state, receive_refusal,
                                retain, retain_many, retained_soon, send_refusal, space_ports, subscribe_and_get)
-from standard_env import StandardEnv, build_router
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.mqtt import mapping
 
@@ -33,18 +32,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.router]
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    pytest.importorskip("proton")
-    pytest.importorskip("paho.mqtt")
-    binary = tmg.gateway_binary()
-    prefix, why = build_router()
-    if prefix is None:
-        pytest.fail(why)
-    root = str(tmp_path_factory.mktemp("mqtt-retained"))
     # two pool brokers: the retained queue on the first (the tie), the second takes it when the first drains
-    std = StandardEnv(str(tmp_path_factory.mktemp("std")), prefix, routers=2, brokers=2)
-    # the gateways serving the spaces, as site.yml writes them (playbooks/vars/mqtt.yml)
-    std.mqtt_gateways = [{"host": "127.0.0.1", "spaces": [{"name": SPACE, "tls_port": 8883},
-                                                          {"name": OTHER, "tls_port": 8884}]}]
+    binary, root, std = new_env(tmp_path_factory, "mqtt-retained", brokers=2)
     gateways = []
     try:
         std.start()

@@ -40,6 +40,10 @@ def test_the_vhost_lists_them_and_nothing_when_nothing_is_placed():
     ("inbox-${user}", ["'${user}'", "user name"]),
     ("$will", ["'$will/'", "AMQP will"]),
     ("$will/orders", ["'$will/'", "AMQP will"]),
+    ("$will.orders", ["'$will.'", "AMQP will"]),
+    ("_topo/0/r1/$management", ["'_'", "no tenant prefix"]),
+    ("_local/x", ["'_'", "no tenant prefix"]),
+    ("*x", ["'*'"]),
 ])
 def test_names_the_policy_cannot_list_are_refused_in_standard_spaces_only(name, words):
     cat = Catalogue.default()

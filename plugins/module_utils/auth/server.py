@@ -124,6 +124,26 @@ def with_wills(address_authz):
     return out
 
 
+# qdrouterd gives an address that starts with _local/, _topo/ or _edge/ no
+# tenant prefix: _topo/0/<router>/$management is the router's management
+# agent (create, delete anything). A '*' in address-authz would reach it, so
+# '*' goes to the router as one prefix pattern per first character a
+# standard space's address may have (model.names.router_policy_name_errors:
+# printable ASCII, not '_'), and a pattern starting with '_' not at all.
+STAR_FIRST = tuple(c for c in map(chr, range(33, 127)) if c not in "_*,")
+
+
+def router_authz(address_authz):
+    """What the router gets as address-authz for a user that is not granted
+    every address: ``with_wills``, then '*' expanded over STAR_FIRST and
+    every pattern that could name a router-internal address dropped."""
+    out = with_wills(address_authz)
+    star = out.pop("*", None)
+    for first in STAR_FIRST if star else ():
+        out[first + "*"] = sorted(set(out.get(first + "*", [])) | set(star))
+    return dict((p, perms) for p, perms in out.items() if not p.startswith("_"))
+
+
 def open_properties(identity, desired_capabilities):
     """``(properties, offered capabilities)`` of the service's open frame for
     ``identity`` (an Identity)."""
@@ -139,7 +159,7 @@ def open_properties(identity, desired_capabilities):
         if identity.address_authz != EVERY_ADDRESS:
             props["address-authz"] = dict(
                 (pattern, codec.Array("string", list(perms)))
-                for pattern, perms in sorted(with_wills(identity.address_authz).items()))
+                for pattern, perms in sorted(router_authz(identity.address_authz).items()))
     return props, offered
 
 
