@@ -244,15 +244,24 @@ def test_a_will_needs_send_on_its_address_and_stays_in_the_space(env):
     proc, line = will_client(env, "$will/m/a", ["x"], "hold", user="carol", password="carol-pw")
     proc.wait(10)
     assert line == "detached amqp:unauthorized-access", line
+    sub, seen = mqtt_subscriber(env, "t/a")  # a topic address (link-routed): an MQTT subscriber is simplest
     proc, line = will_client(env, "$will/t/a", ["carol's will"], "hold", user="carol", password="carol-pw")
     assert line == "registered", line
     proc.kill()
     proc.wait(10)
+    assert tmg.wait_for(lambda: seen, 10) and seen == [b"carol's will"], seen
     # another space's client names this space's will prefix: its tenant prefix comes first, the policy refuses
     for target in ("%s/$will/m/a" % SPACE, "$will/m/a"):
         proc, line = will_client(env, target, ["x"], "hold", user="bob", password="secret-b", port=env["other_second"])
         proc.wait(10)
         assert line == "detached amqp:unauthorized-access", (target, line)
+    # a will for an address its own space has (q1) is admitted by its policy and routed to its own space's
+    # keeper (none runs for it here): never to this space's
+    proc, line = will_client(env, "$will/q1", ["bob's will"], "hold", user="bob", password="secret-b",
+                             port=env["other_second"])
+    proc.wait(10)
+    assert line == "detached qd:no-route-to-dest", line
+    assert OTHER not in env["keeper"].text()
 
 
 def test_the_will_listener_admits_the_service_user_only(env):

@@ -404,7 +404,7 @@ def test_the_first_converge_declared_the_service_and_the_second_changes_nothing(
     assert [e["port"] for e in st["endpoints"]] == [svc["port"], svc["port"] + 100]  # the routers' port_offset
     assert [e["port"] for e in st["will_endpoints"]] == [svc["will_port"], svc["will_port"] + 100]
     assert RETAINED in queue_names(env) and "$mqtt/space-b/retained" in queue_names(env)
-    assert all(len(names) == 7 for names in router_names(env, SPACE).values())  # the will listener and linkRoute too
+    assert all(len(names) == 8 for names in router_names(env, SPACE).values())  # the will vhost, listener and linkRoute too
     info = run_module("address_space_info", dict(common(env["std"], SPACE), name=SPACE))
     assert info.result["address_space"]["status"]["mqtt_service"]["ready"] is True, info.result
 
@@ -440,7 +440,7 @@ def test_removing_the_mqtt_endpoint_removes_the_service(env):
     assert checked.rc == 0 and checked.result["changed"] is True, checked.result
     assert "mqtt_service" in checked.result["diff"]["before"] and "mqtt_service" not in checked.result["diff"]["after"]
     assert "$mqtt/space-b/retained" in queue_names(env)
-    assert all(len(n) == 7 for n in router_names(env, OTHER).values())
+    assert all(len(n) == 8 for n in router_names(env, OTHER).values())
     res = make_space(std, OTHER)
     assert res.rc == 0 and res.result["changed"] is True, res.result
     assert "mqtt_service" not in res.result["address_space"]["status"]
@@ -452,7 +452,7 @@ def test_removing_the_mqtt_endpoint_removes_the_service(env):
                     env["passwords"][OTHER]).close()
     assert make_space(std, OTHER).result["changed"] is False
     # space-a is untouched
-    assert RETAINED in queue_names(env) and all(len(n) == 7 for n in router_names(env, SPACE).values())
+    assert RETAINED in queue_names(env) and all(len(n) == 8 for n in router_names(env, SPACE).values())
 
 
 # ------------------------------------------------------------- the queue's settings, and a drain of its broker

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends, codec, server
+from ansible_collections.enmasse.messaging.plugins.module_utils.auth import authz, backends, codec, server
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth.codec import (
     Array, Described, Symbol, UByte, UInt, ULong, UShort)
 
@@ -328,7 +328,7 @@ def test_every_address_is_no_address_authz_so_the_space_policy_applies():
     some = backends.Identity("bob", ["recv_%2A"])
     props, offered = server.open_properties(some, ["ADDRESS-AUTHZ"])
     assert dict((k, list(v)) for k, v in props["address-authz"].items()) == dict(
-        (c + "*", ["recv"]) for c in server.STAR_FIRST)
+        (c + "*", ["recv"]) for c in authz.STAR_FIRST)
 
 
 def test_a_will_for_an_address_is_granted_exactly_where_sending_to_it_is():
@@ -336,10 +336,10 @@ def test_a_will_for_an_address_is_granted_exactly_where_sending_to_it_is():
     "Wills of AMQP clients"): send on X grants it, recv on X does not; a
     prefix pattern grants the wills of its addresses; '*' covers them."""
     identity = backends.Identity("carol", ["send_t%2Fa", "recv_m", "send_orders%2F%2A", "send_%2A", "recv_%2A"])
-    assert server.with_wills(identity.address_authz) == {
+    assert authz.with_wills(identity.address_authz) == {
         "t/a": ["send"], "$will/t/a": ["send"], "m": ["recv"], "orders/*": ["send"], "$will/orders/*": ["send"],
         "*": ["recv", "send"]}
-    assert server.with_wills({"m": ["recv"]}) == {"m": ["recv"]}
+    assert authz.with_wills({"m": ["recv"]}) == {"m": ["recv"]}
     props, unused = server.open_properties(backends.Identity("dave", ["send_q", "recv_q"]), ["ADDRESS-AUTHZ"])
     assert dict((k, list(v)) for k, v in props["address-authz"].items()) == {
         "q": ["recv", "send"], "$will/q": ["send"]}
@@ -351,8 +351,8 @@ def test_a_partial_star_never_reaches_the_routers_own_addresses():
     send on '*' (and not every address) must not get a pattern that covers
     them; every name a standard space may declare stays covered."""
     from ansible_collections.enmasse.messaging.plugins.module_utils.model import names
-    authz = server.router_authz({"*": ["send"], "q": ["recv"], "_topo/0/r1/$management": ["send"]})
-    covers = [p for p in authz if "send" in authz[p]]
+    granted = authz.router_authz({"*": ["send"], "q": ["recv"], "_topo/0/r1/$management": ["send"]})
+    covers = [p for p in granted if "send" in granted[p]]
 
     def allowed(address):
         return any(address.startswith(p[:-1]) if p.endswith("*") else address == p for p in covers)
@@ -364,7 +364,7 @@ def test_a_partial_star_never_reaches_the_routers_own_addresses():
     # every ASCII first character a standard address may have is covered, and no other (a name starting
     # with a non-ASCII character is not: docs/identity.md)
     firsts = [chr(i) for i in range(0, 128) if not names.router_policy_name_errors(chr(i) + "x")]
-    assert sorted(firsts) == sorted(server.STAR_FIRST)
+    assert sorted(firsts) == sorted(authz.STAR_FIRST)
 
 
 def test_server_sends_no_address_authz_unless_desired(srv):
