@@ -132,7 +132,7 @@ func (s *RetainStore) send(m *amqp.Message) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
 	defer cancel()
 	var err error
-	for attempt := 0; attempt < 2; attempt++ {
+	for attempt, sends := 0, 0; attempt < 2 && sends < maxSends; sends++ {
 		var sess *amqp.Session
 		var sender *amqp.Sender
 		if sess, sender, err = s.link(ctx); err != nil {
@@ -145,8 +145,25 @@ func (s *RetainStore) send(m *amqp.Message) error {
 		if ctx.Err() != nil {
 			break
 		}
+		if !closedHere(err) {
+			attempt++
+		}
 	}
 	return fmt.Errorf("retained store: %w", err)
+}
+
+// maxSends bounds the sends of one message, those closedHere included.
+const maxSends = 5
+
+// closedHere: err is the end of a sender this process closed itself (a
+// concurrent send's failure made drop replace the shared sender under this
+// one), not a failure of the message or of its link's peer: the send is
+// made again on the new sender without counting as an attempt. Otherwise a
+// send whose second attempt met a sender another send had just dropped
+// failed, and its publisher got an error for a store that works.
+func closedHere(err error) bool {
+	var le *amqp.LinkError
+	return errors.As(err, &le) && le.RemoteErr == nil && !connLost(err)
 }
 
 // link returns the session and the queue's sender, dialing when needed.

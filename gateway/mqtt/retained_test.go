@@ -71,6 +71,22 @@ func TestOnlyTheEndOfTheConnectionDropsIt(t *testing.T) {
 	}
 }
 
+func TestASenderClosedHereIsNoFailedAttempt(t *testing.T) {
+	if !closedHere(&amqp.LinkError{}) || !closedHere(fmt.Errorf("send: %w", &amqp.LinkError{})) {
+		t.Errorf("a sender this process closed counts as a failed attempt")
+	}
+	for _, err := range []error{
+		&amqp.LinkError{RemoteErr: &amqp.Error{Condition: "qd:routed-link-lost"}}, // the peer detached it
+		&notAccepted{&amqp.StateRejected{}},
+		&amqp.ConnError{},
+		context.DeadlineExceeded,
+	} {
+		if closedHere(err) {
+			t.Errorf("%T %v: taken for a sender closed here", err, err)
+		}
+	}
+}
+
 func TestServiceConfig(t *testing.T) {
 	dir := t.TempDir()
 	pw := filepath.Join(dir, "pw")

@@ -9,9 +9,12 @@ import json
 import os
 import subprocess
 
+import pytest
+
 import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
 from helpers import run_module
+from standard_env import StandardEnv, build_router
 
 from ansible_collections.enmasse.messaging.plugins.filter.auth_service import auth_service_mqtt_users_file
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
@@ -50,6 +53,44 @@ def write_service_realm(std, space):
     with open(os.path.join(std.auth_service.users_dir, space + ".mqtt.json"), "w") as f:
         json.dump(doc, f)
     return password
+
+
+def new_env(tmp_path_factory, name, brokers):
+    """(gateway binary, a work directory, a StandardEnv not started: two routers, ``brokers`` pool
+    brokers, an MQTT gateway serving SPACE and OTHER as site.yml names them, playbooks/vars/mqtt.yml)."""
+    pytest.importorskip("proton")
+    pytest.importorskip("paho.mqtt")
+    binary = tmg.gateway_binary()
+    prefix, why = build_router()
+    if prefix is None:
+        pytest.fail(why)
+    root = str(tmp_path_factory.mktemp(name))
+    std = StandardEnv(str(tmp_path_factory.mktemp("std")), prefix, routers=2, brokers=brokers)
+    std.mqtt_gateways = [{"host": "127.0.0.1", "spaces": [{"name": SPACE, "tls_port": 8883},
+                                                          {"name": OTHER, "tls_port": 8884}]}]
+    return binary, root, std
+
+
+def provision(std, other_addresses=None):
+    """SPACE with ADDRESSES and OTHER with ``other_addresses`` (default the
+    same) converged, their users (alice, carol; bob) and service realms
+    written: ({space: its first converge's result}, {space: service password},
+    SPACE's status from a second converge, which must change nothing)."""
+    first = {}
+    for space in (SPACE, OTHER):
+        res = make_space(std, space)
+        assert res.rc == 0 and res.result["changed"], res.result
+        first[space] = res.result
+        wanted = ADDRESSES if space == SPACE or other_addresses is None else other_addresses
+        res = run_module("address", dict(common(std, space), address_space=space, prune=True, addresses=[
+            {"address": a, "type": t, "plan": PLANS[t]} for a, t in sorted(wanted.items())]))
+        assert res.rc == 0, res.result
+    write_users(std, SPACE, {"alice": ("secret-a", asr.ALL), "carol": ("carol-pw", ["send_t%2Fa", "recv_t%2Fa"])})
+    write_users(std, OTHER, {"bob": ("secret-b", asr.ALL)})
+    passwords = dict((s, write_service_realm(std, s)) for s in (SPACE, OTHER))
+    again = make_space(std, SPACE)  # idempotent: nothing changes the second time
+    assert again.rc == 0 and again.result["changed"] is False, again.result
+    return first, passwords, again.result["address_space"]["status"]
 
 
 def space_ports(std, space):

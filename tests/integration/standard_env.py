@@ -241,11 +241,14 @@ class AuthService(object):
             time.sleep(0.1)
 
     def write_users(self, realm, users):
-        """users: {name: password}; every user may send and receive everywhere in the space."""
+        """users: {name: password} (the user may send and receive everywhere in the space) or
+        {name: (password, groups)}."""
         from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends
-        doc = backends.users_file_document(realm, dict(
-            (name, {"password": backends.hash_password(pw, iterations=1000), "groups": backends.ALL_ADDRESSES_GROUPS})
-            for name, pw in users.items()))
+
+        def entry(pw):
+            pw, groups = pw if isinstance(pw, tuple) else (pw, backends.ALL_ADDRESSES_GROUPS)
+            return {"password": backends.hash_password(pw, iterations=1000), "groups": list(groups)}
+        doc = backends.users_file_document(realm, dict((name, entry(pw)) for name, pw in users.items()))
         tmp = os.path.join(self.users_dir, ".%s.tmp" % realm)
         with open(tmp, "w") as f:
             json.dump(doc, f)

@@ -150,6 +150,20 @@ def router_config(mgmt_port, space_ports, auth_port, tls=None):
     return json.dumps(parts, indent=1)
 
 
+def install_program(root, part, package, entry_point):
+    """A host program as its role installs it: ``<root>/lib/<package>/`` the
+    files of the job_bundle lookup's ``part`` (flat), ``<root>/bin/`` its entry
+    point; the program's path."""
+    lib = os.path.join(root, "lib", package)
+    os.makedirs(lib)
+    os.makedirs(os.path.join(root, "bin"))
+    for entry in job_bundle.bundle(root=REPO, parts=(part,)):
+        shutil.copy(entry["source"], lib)
+    program = os.path.join(root, "bin", os.path.basename(entry_point))
+    shutil.copy(entry_point, program)
+    return program
+
+
 class AuthService(object):
     """The program as the role installs it: <root>/bin/enmasse-auth-service and
     <root>/lib/enmasse_auth/*.py (the files the role's job_bundle lookup
@@ -157,13 +171,7 @@ class AuthService(object):
 
     def __init__(self, root, users_dir, port, tls=None, extra=None):
         self.root, self.users_dir, self.port = root, users_dir, port
-        lib = os.path.join(root, "lib", "enmasse_auth")
-        os.makedirs(lib)
-        os.makedirs(os.path.join(root, "bin"))
-        for entry in job_bundle.bundle(root=REPO, parts=("auth_service",)):
-            shutil.copy(entry["source"], lib)
-        self.program = os.path.join(root, "bin", "enmasse-auth-service")
-        shutil.copy(ENTRY_POINT, self.program)
+        self.program = install_program(root, "auth_service", "enmasse_auth", ENTRY_POINT)
         config = {"listen_host": "127.0.0.1", "listen_port": port, "users_dir": users_dir, "log_level": "DEBUG"}
         config.update(tls or {})
         config.update(extra or {})

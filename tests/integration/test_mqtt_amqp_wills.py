@@ -14,7 +14,6 @@ second (their links cross the mesh); the subscribers are an AMQP receiver on
 the first router and an MQTT subscriber through the gateway."""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,12 +23,8 @@ import pytest
 
 import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
-from helpers import run_module
-from mqtt_retained_env import (ADDRESSES, OTHER, PLANS, SPACE, Gateway, client, common, gateway_config, make_space,
-                               space_ports, write_service_realm, write_users)
-from standard_env import REPO, StandardEnv, build_router
-
-from ansible_collections.enmasse.messaging.plugins.lookup import job_bundle
+from mqtt_retained_env import OTHER, SPACE, Gateway, client, gateway_config, new_env, provision, space_ports
+from standard_env import REPO
 
 pytestmark = [pytest.mark.integration, pytest.mark.router]
 
@@ -37,10 +32,11 @@ ENTRY_POINT = os.path.join(REPO, "roles", "mqtt_gateway", "files", "enmasse-mqtt
 
 # one client that leaves a will: attach a sender to argv[5], send argv[7:] one by one, say
 # "registered" when every one is accepted; mode clean: detach and close; hold: wait to be killed.
-# Any end of the link it did not ask for is printed ("detached <condition>").
+# Any end of the link it did not ask for is printed ("detached <condition>"). WILL_RETAIN=1 in the
+# environment: the messages carry x-opt-mqtt-retain true.
 WILL_CLIENT = r'''
-import sys
-from proton import Message, SSLDomain
+import os, sys
+from proton import Message, SSLDomain, symbol
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 url, user, password, ca, target, mode = sys.argv[1:7]
@@ -58,7 +54,8 @@ class C(MessagingHandler):
         e.container.create_sender(conn, target)
     def on_sendable(self, e):
         while self.sent < len(bodies) and e.sender.credit:
-            e.sender.send(Message(body=bodies[self.sent]))
+            retain = {symbol("x-opt-mqtt-retain"): True} if os.environ.get("WILL_RETAIN") else None
+            e.sender.send(Message(body=bodies[self.sent], annotations=retain))
             self.sent += 1
     def on_accepted(self, e):
         self.acked += 1
@@ -80,13 +77,7 @@ class Keeper(object):
 
     def __init__(self, root, config):
         self.root = root
-        lib = os.path.join(root, "lib", "enmasse_will")
-        os.makedirs(lib)
-        os.makedirs(os.path.join(root, "bin"))
-        for entry in job_bundle.bundle(root=REPO, parts=("will_keeper",)):
-            shutil.copy(entry["source"], lib)
-        self.program = os.path.join(root, "bin", "enmasse-mqtt-will-keeper")
-        shutil.copy(ENTRY_POINT, self.program)
+        self.program = asr.install_program(root, "will_keeper", "enmasse_will", ENTRY_POINT)
         self.config = os.path.join(root, "config.json")
         with open(self.config, "w") as f:
             json.dump(config, f)
@@ -109,33 +100,13 @@ class Keeper(object):
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    pytest.importorskip("proton")
-    pytest.importorskip("paho.mqtt")
     if subprocess.run([asr.HOST_PYTHON, "-c", "import proton"], check=False).returncode != 0:
         pytest.skip("the host's python3 has no python3-qpid-proton (Debian package), which the keeper needs")
-    binary = tmg.gateway_binary()
-    prefix, why = build_router()
-    if prefix is None:
-        pytest.fail(why)
-    root = str(tmp_path_factory.mktemp("amqp-wills"))
-    std = StandardEnv(str(tmp_path_factory.mktemp("std")), prefix, routers=2, brokers=1)
-    std.mqtt_gateways = [{"host": "127.0.0.1", "spaces": [{"name": SPACE, "tls_port": 8883},
-                                                          {"name": OTHER, "tls_port": 8884}]}]
+    binary, root, std = new_env(tmp_path_factory, "amqp-wills", brokers=1)
     procs = []
     try:
         std.start()
-        for space in (SPACE, OTHER):
-            assert make_space(std, space).rc == 0
-            res = run_module("address", dict(common(std, space), address_space=space, prune=True, addresses=[
-                {"address": a, "type": t, "plan": PLANS[t]} for a, t in sorted(ADDRESSES.items())
-                if space == SPACE or a == "q1"]))
-            assert res.rc == 0, res.result
-        write_users(std, SPACE, {"alice": ("secret-a", asr.ALL), "carol": ("carol-pw", ["send_t%2Fa", "recv_t%2Fa"])})
-        write_users(std, OTHER, {"bob": ("secret-b", asr.ALL)})
-        passwords = dict((s, write_service_realm(std, s)) for s in (SPACE, OTHER))
-        again = make_space(std, SPACE)
-        assert again.rc == 0 and again.result["changed"] is False, again.result
-        status = again.result["address_space"]["status"]
+        unused, passwords, status = provision(std, other_addresses={"q1": "queue"})  # no m/a in the other space
         svc = status["mqtt_service"]
         gw = Gateway(binary, root, "gw1", gateway_config(std, root, status, 0, passwords[SPACE])).start()
         procs.append(gw)
@@ -167,11 +138,12 @@ def close_clients():
         tmg.OPEN.pop().close()
 
 
-def will_client(env, target, bodies, mode, user="alice", password="secret-a", port=None):
+def will_client(env, target, bodies, mode, user="alice", password="secret-a", port=None, retain=False):
     """Start a client that leaves a will on ``target``; (process, its first line)."""
     proc = subprocess.Popen([sys.executable, "-c", WILL_CLIENT, "amqps://127.0.0.1:%d" % (port or env["second"]),
                              user, password, env["ca"], target, mode] + list(bodies),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, WILL_RETAIN="1") if retain else None)
     line = proc.stdout.readline().strip()
     return proc, line
 
@@ -191,10 +163,10 @@ def amqp_receiver(env, address):
     return conn, conn.create_receiver(address, credit=10)
 
 
-def mqtt_subscriber(env, topic):
+def mqtt_subscriber(env, topic, flags=False):
     c = client(env)
     seen = []
-    c.c.on_message = lambda cl, u, m: seen.append(m.payload)
+    c.c.on_message = lambda cl, u, m: seen.append((m.payload, m.retain) if flags else m.payload)
     assert c.subscribe(topic)[0] in (0, 1)
     return c, seen
 
@@ -249,20 +221,47 @@ def test_a_clean_detach_sends_no_will(env):
         conn.close()
 
 
+def test_a_retained_will_is_kept_for_the_next_mqtt_subscriber(env):
+    """The keeper sends the will as the client sent it: with x-opt-mqtt-retain
+    on a topic address, the gateways store it as any retained AMQP message."""
+    proc, line = will_client(env, "$will/t/c", ["retained will"], "hold", retain=True)
+    assert line == "registered", line
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    got = []
+
+    def once():
+        sub, seen = mqtt_subscriber(env, "t/c", flags=True)
+        tmg.wait_for(lambda: seen, 2)
+        sub.close()
+        got[:] = seen
+        return bool(seen)
+    assert tmg.wait_for(once, 20) and got == [(b"retained will", True)], got
+
+
 def test_a_will_needs_send_on_its_address_and_stays_in_the_space(env):
     # carol may send to t/a only
     proc, line = will_client(env, "$will/m/a", ["x"], "hold", user="carol", password="carol-pw")
     proc.wait(10)
     assert line == "detached amqp:unauthorized-access", line
+    sub, seen = mqtt_subscriber(env, "t/a")  # a topic address (link-routed): an MQTT subscriber is simplest
     proc, line = will_client(env, "$will/t/a", ["carol's will"], "hold", user="carol", password="carol-pw")
     assert line == "registered", line
     proc.kill()
     proc.wait(10)
+    assert tmg.wait_for(lambda: seen, 10) and seen == [b"carol's will"], seen
     # another space's client names this space's will prefix: its tenant prefix comes first, the policy refuses
     for target in ("%s/$will/m/a" % SPACE, "$will/m/a"):
         proc, line = will_client(env, target, ["x"], "hold", user="bob", password="secret-b", port=env["other_second"])
         proc.wait(10)
         assert line == "detached amqp:unauthorized-access", (target, line)
+    # a will for an address its own space has (q1) is admitted by its policy and routed to its own space's
+    # keeper (none runs for it here): never to this space's
+    proc, line = will_client(env, "$will/q1", ["bob's will"], "hold", user="bob", password="secret-b",
+                             port=env["other_second"])
+    proc.wait(10)
+    assert line == "detached qd:no-route-to-dest", line
+    assert OTHER not in env["keeper"].text()
 
 
 def test_the_will_listener_admits_the_service_user_only(env):

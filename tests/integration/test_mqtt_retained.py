@@ -21,11 +21,9 @@ import pytest
 import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
 from helpers import run_module
-from mqtt_retained_env import (ADDRESSES, OTHER, PLANS, RETAINED, SPACE, Gateway, amqp_send,
-                               broker_op, cannot_receive, client, common, gateway_config, make_space, on,
-                               queue_state, receive_refusal, retain, retain_many, retained_soon, send_refusal,
-                               space_ports, subscribe_and_get, write_service_realm, write_users)
-from standard_env import StandardEnv, build_router
+from mqtt_retained_env import (OTHER, RETAINED, SPACE, Gateway, amqp_send, broker_op, cannot_receive, client,
+                               common, gateway_config, make_space, new_env, on, provision, queue_state, receive_refusal,
+                               retain, retain_many, retained_soon, send_refusal, space_ports, subscribe_and_get)
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.mqtt import mapping
 
@@ -34,35 +32,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.router]
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    pytest.importorskip("proton")
-    pytest.importorskip("paho.mqtt")
-    binary = tmg.gateway_binary()
-    prefix, why = build_router()
-    if prefix is None:
-        pytest.fail(why)
-    root = str(tmp_path_factory.mktemp("mqtt-retained"))
     # two pool brokers: the retained queue on the first (the tie), the second takes it when the first drains
-    std = StandardEnv(str(tmp_path_factory.mktemp("std")), prefix, routers=2, brokers=2)
-    # the gateways serving the spaces, as site.yml writes them (playbooks/vars/mqtt.yml)
-    std.mqtt_gateways = [{"host": "127.0.0.1", "spaces": [{"name": SPACE, "tls_port": 8883},
-                                                          {"name": OTHER, "tls_port": 8884}]}]
+    binary, root, std = new_env(tmp_path_factory, "mqtt-retained", brokers=2)
     gateways = []
     try:
         std.start()
-        first = {}
-        for space in (SPACE, OTHER):
-            res = make_space(std, space)
-            assert res.rc == 0 and res.result["changed"], res.result
-            first[space] = res.result
-            res = run_module("address", dict(common(std, space), address_space=space, prune=True, addresses=[
-                {"address": a, "type": t, "plan": PLANS[t]} for a, t in sorted(ADDRESSES.items())]))
-            assert res.rc == 0, res.result
-        write_users(std, SPACE, {"alice": ("secret-a", asr.ALL), "carol": ("carol-pw", ["send_t%2Fa", "recv_t%2Fa"])})
-        write_users(std, OTHER, {"bob": ("secret-b", asr.ALL)})
-        passwords = dict((s, write_service_realm(std, s)) for s in (SPACE, OTHER))
-        again = make_space(std, SPACE)  # idempotent: nothing changes the second time
-        assert again.rc == 0 and again.result["changed"] is False, again.result
-        status = again.result["address_space"]["status"]
+        first, passwords, status = provision(std)
         gateways = [Gateway(binary, root, "gw%d" % (i + 1),
                             gateway_config(std, root, status, i, passwords[SPACE])).start() for i in range(2)]
         yield {"std": std, "gateways": gateways, "broker": std.brokers[0], "ca": std.ca.cert_file,
@@ -429,7 +404,7 @@ def test_the_first_converge_declared_the_service_and_the_second_changes_nothing(
     assert [e["port"] for e in st["endpoints"]] == [svc["port"], svc["port"] + 100]  # the routers' port_offset
     assert [e["port"] for e in st["will_endpoints"]] == [svc["will_port"], svc["will_port"] + 100]
     assert RETAINED in queue_names(env) and "$mqtt/space-b/retained" in queue_names(env)
-    assert all(len(names) == 7 for names in router_names(env, SPACE).values())  # the will listener and linkRoute too
+    assert all(len(names) == 8 for names in router_names(env, SPACE).values())  # the will vhost, listener and linkRoute too
     info = run_module("address_space_info", dict(common(env["std"], SPACE), name=SPACE))
     assert info.result["address_space"]["status"]["mqtt_service"]["ready"] is True, info.result
 
@@ -465,7 +440,7 @@ def test_removing_the_mqtt_endpoint_removes_the_service(env):
     assert checked.rc == 0 and checked.result["changed"] is True, checked.result
     assert "mqtt_service" in checked.result["diff"]["before"] and "mqtt_service" not in checked.result["diff"]["after"]
     assert "$mqtt/space-b/retained" in queue_names(env)
-    assert all(len(n) == 7 for n in router_names(env, OTHER).values())
+    assert all(len(n) == 8 for n in router_names(env, OTHER).values())
     res = make_space(std, OTHER)
     assert res.rc == 0 and res.result["changed"] is True, res.result
     assert "mqtt_service" not in res.result["address_space"]["status"]
@@ -477,7 +452,7 @@ def test_removing_the_mqtt_endpoint_removes_the_service(env):
                     env["passwords"][OTHER]).close()
     assert make_space(std, OTHER).result["changed"] is False
     # space-a is untouched
-    assert RETAINED in queue_names(env) and all(len(n) == 7 for n in router_names(env, SPACE).values())
+    assert RETAINED in queue_names(env) and all(len(n) == 8 for n in router_names(env, SPACE).values())
 
 
 # ------------------------------------------------------------- the queue's settings, and a drain of its broker

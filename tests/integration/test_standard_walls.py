@@ -314,7 +314,9 @@ def test_authenticated_users_reach_only_declared_addresses(env):
                                            plan="standard-unlimited"))
     assert res.rc == 0, res.result
     assert converge(env, "wall-s", ROUTED).rc == 0
-    env.auth_service.write_users("wall-s", {"alice": "alice-secret"})
+    # mallory may send anywhere ('*') but receive from decl-q only: the auth service's address-authz
+    env.auth_service.write_users("wall-s", {"alice": "alice-secret",
+                                            "mallory": ("mallory-secret", ["send_%2A", "recv_decl-q"])})
     c = BlockingConnection(env.client_url(port_of(env, "wall-s")), user="alice", password="alice-secret",
                            allowed_mechs="PLAIN", timeout=15, **env.client_kwargs())
     for sender in (True, False):
@@ -322,3 +324,11 @@ def test_authenticated_users_reach_only_declared_addresses(env):
         err = attached(c, "undeclared", sender)
         assert err is not None and "unauthorized" in str(err), (sender, err)
     c.close()
+    # a partial '*' does not reach the router's own addresses (no tenant prefix): its management agent
+    m = BlockingConnection(env.client_url(port_of(env, "wall-s")), user="mallory", password="mallory-secret",
+                           allowed_mechs="PLAIN", timeout=15, **env.client_kwargs())
+    assert attached(m, "decl-q", True) is None and attached(m, "decl-q", False) is None
+    for internal in ("_local/$management", "_topo/0/%s/$management" % env.routers[0].id):
+        err = attached(m, internal, True)
+        assert err is not None and "unauthorized" in str(err), (internal, err)
+    m.close()

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from ansible_collections.enmasse.messaging.plugins.module_utils.auth import backends, codec, server
+from ansible_collections.enmasse.messaging.plugins.module_utils.auth import authz, backends, codec, server
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth.codec import (
     Array, Described, Symbol, UByte, UInt, ULong, UShort)
 
@@ -307,7 +307,9 @@ def test_server_plain_then_open_with_identity_and_address_authz(srv):
     assert props["authenticated-identity"] == {"sub": "alice", "preferred_username": "alice"}
     assert props["groups"] == ["manage", "recv_%2A", "send_q1"]
     authz = props["address-authz"]
-    assert authz == {"*": ["recv"], "q1": ["send"], "$will/q1": ["send"]}
+    # '*' reaches the router as one pattern per first character a standard address may have
+    assert authz["q1"] == ["send"] and authz["$will/q1"] == ["send"] and authz["a*"] == ["recv"]
+    assert "*" not in authz and not [p for p in authz if p.startswith("_")]
     assert all(isinstance(v, Array) and v.element_type == "string" for v in authz.values())
     sock.sendall(codec.close_frame())
     ftype, (code, fields) = recv_frame(sock)
@@ -325,7 +327,8 @@ def test_every_address_is_no_address_authz_so_the_space_policy_applies():
     assert offered == ["ADDRESS-AUTHZ"] and "address-authz" not in props
     some = backends.Identity("bob", ["recv_%2A"])
     props, offered = server.open_properties(some, ["ADDRESS-AUTHZ"])
-    assert props["address-authz"] == {"*": ["recv"]}
+    assert dict((k, list(v)) for k, v in props["address-authz"].items()) == dict(
+        (c + "*", ["recv"]) for c in authz.STAR_FIRST)
 
 
 def test_a_will_for_an_address_is_granted_exactly_where_sending_to_it_is():
@@ -333,13 +336,35 @@ def test_a_will_for_an_address_is_granted_exactly_where_sending_to_it_is():
     "Wills of AMQP clients"): send on X grants it, recv on X does not; a
     prefix pattern grants the wills of its addresses; '*' covers them."""
     identity = backends.Identity("carol", ["send_t%2Fa", "recv_m", "send_orders%2F%2A", "send_%2A", "recv_%2A"])
-    assert server.with_wills(identity.address_authz) == {
+    assert authz.with_wills(identity.address_authz) == {
         "t/a": ["send"], "$will/t/a": ["send"], "m": ["recv"], "orders/*": ["send"], "$will/orders/*": ["send"],
         "*": ["recv", "send"]}
-    assert server.with_wills({"m": ["recv"]}) == {"m": ["recv"]}
+    assert authz.with_wills({"m": ["recv"]}) == {"m": ["recv"]}
     props, unused = server.open_properties(backends.Identity("dave", ["send_q", "recv_q"]), ["ADDRESS-AUTHZ"])
     assert dict((k, list(v)) for k, v in props["address-authz"].items()) == {
         "q": ["recv", "send"], "$will/q": ["send"]}
+
+
+def test_a_partial_star_never_reaches_the_routers_own_addresses():
+    """qdrouterd gives _topo/, _local/ and _edge/ names no tenant prefix:
+    _topo/0/<router>/$management is its management agent. A user granted
+    send on '*' (and not every address) must not get a pattern that covers
+    them; every name a standard space may declare stays covered."""
+    from ansible_collections.enmasse.messaging.plugins.module_utils.model import names
+    granted = authz.router_authz({"*": ["send"], "q": ["recv"], "_topo/0/r1/$management": ["send"]})
+    covers = [p for p in granted if "send" in granted[p]]
+
+    def allowed(address):
+        return any(address.startswith(p[:-1]) if p.endswith("*") else address == p for p in covers)
+    for internal in ("_topo/0/r1/$management", "_local/$management", "_edge/x", "_topo/0/r1/temp.x"):
+        assert not allowed(internal), internal
+    for declared in ("q", "orders/eu", "$will/q", "space-a/q", "9lives", "~tilde", "Zeta"):
+        assert names.router_policy_name_errors(declared) == [] or declared.startswith("$will")
+        assert allowed(declared), declared
+    # every ASCII first character a standard address may have is covered, and no other (a name starting
+    # with a non-ASCII character is not: docs/identity.md)
+    firsts = [chr(i) for i in range(0, 128) if not names.router_policy_name_errors(chr(i) + "x")]
+    assert sorted(firsts) == sorted(authz.STAR_FIRST)
 
 
 def test_server_sends_no_address_authz_unless_desired(srv):

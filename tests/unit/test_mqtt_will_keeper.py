@@ -67,3 +67,177 @@ def test_the_role_installs_the_keeper_and_what_it_imports():
     paths = [e["path"].rsplit("/", 2)[-2:] for e in job_bundle.bundle(parts=("will_keeper",))]
     assert ["mqtt", "will_keeper.py"] in paths and ["standard", "entities.py"] in paths
     assert all(p[1] in ("__init__.py", "will_keeper.py", "entities.py") for p in paths), paths
+
+
+# ------------------------------------------------------------ the handler, against an in-memory peer
+#
+# Two proton connections pumped against each other: ``client`` stands for the
+# router's side of the routed will links, ``keeper``'s connection is the
+# keeper's connection to the router. No container: the events of the keeper's
+# connection are dispatched to the Keeper as the container would.
+
+class Pair(object):
+    def __init__(self, **cfg):
+        proton = pytest.importorskip("proton")
+        self.proton = proton
+        self.now = [100.0]
+        self.keeper = wk.Keeper(wk.check_config(dict(GOOD, router_tls=False, **cfg)), clock=lambda: self.now[0])
+        self.cc, self.kc = proton.Connection(), proton.Connection()
+        self.ct, self.kt = proton.Transport(), proton.Transport(proton.Transport.SERVER)
+        self.ct.bind(self.cc)
+        self.kt.bind(self.kc)
+        self.events = proton.Collector()
+        self.kc.collect(self.events)
+        self.cc.open()
+        self.kc.open()
+        self.keeper.conn = self.kc
+        self.ssn = self.cc.session()
+        self.ssn.open()
+        self.run()
+
+    def run(self):
+        for unused in range(20):
+            moved = False
+            for a, b in ((self.ct, self.kt), (self.kt, self.ct)):
+                n = a.pending()
+                if n > 0:
+                    data = a.peek(n)
+                    a.pop(len(data))
+                    b.push(data)
+                    moved = True
+            while self.events.peek() is not None:
+                self.events.peek().dispatch(self.keeper)
+                self.events.pop()
+            self.accept_incoming()
+            if not moved:
+                return
+
+    def accept_incoming(self):
+        """The router's side: open the keeper's senders, give them credit, keep what they send."""
+        ssn = self.cc.session_head(self.proton.Endpoint.LOCAL_UNINIT)
+        while ssn:
+            ssn.open()
+            ssn = ssn.next(self.proton.Endpoint.LOCAL_UNINIT)
+        link = self.cc.link_head(self.proton.Endpoint.LOCAL_UNINIT)
+        while link:
+            nxt = link.next(self.proton.Endpoint.LOCAL_UNINIT)
+            if link.is_receiver:
+                link.target.address = link.remote_target.address
+                link.open()
+                link.flow(10)
+            link = nxt
+
+    def will_link(self, target, name=None):
+        link = self.ssn.sender(name or target)
+        link.target.address = target
+        link.open()
+        self.run()
+        return link
+
+    def send(self, link, body, **props):
+        msg = self.proton.Message(body=body, **props)
+        dlv = link.send(msg) if hasattr(link, "send") and link.credit else None
+        self.run()
+        return dlv
+
+    def received(self):
+        """(target, message) of every will the keeper sent."""
+        out = []
+        link = self.cc.link_head(0)
+        while link:
+            while link.is_receiver and link.current is not None and link.current.readable \
+                    and not link.current.partial:
+                dlv = link.current
+                msg = self.proton.Message()
+                msg.decode(link.recv(dlv.pending))
+                dlv.update(dlv.ACCEPTED)
+                dlv.settle()
+                link.advance()
+                out.append((link.remote_target.address, msg))
+            link = link.next(0)
+        self.run()
+        return out
+
+    def end(self, link, condition=None, closed=True):
+        if condition:
+            link.condition = self.proton.Condition(condition, "gone")
+        if closed:
+            link.close()
+        else:
+            link.detach()
+        self.run()
+
+
+def remote(link):
+    from proton import Endpoint
+    return "closed" if link.state & Endpoint.REMOTE_CLOSED else "active" if link.state & Endpoint.REMOTE_ACTIVE \
+        else "none"
+
+
+def test_what_is_no_will_link_of_the_space_is_refused_and_stays_refused():
+    p = Pair(max_wills=1)
+    other, theirs = p.will_link("s/orders"), p.will_link("t/$will/q1")
+    assert remote(other) == remote(theirs) == "closed"
+    assert other.remote_condition.name == "amqp:not-allowed"
+    first, second = p.will_link("s/$will/a"), p.will_link("s/$will/b")
+    assert remote(first) == "active" and remote(second) == "closed"
+    assert second.remote_condition.name == "amqp:resource-limit-exceeded"
+    # a receiver the router would route here (no linkRoute does): refused too, never opened
+    rcv = p.ssn.receiver("pull")
+    rcv.source.address = "s/$will/c"
+    rcv.open()
+    p.run()
+    assert remote(rcv) == "closed"
+    assert list(p.keeper.wills.values()) == [["s/a", None]]
+
+
+def test_a_client_lost_sends_its_last_will_once_without_its_user_id():
+    p = Pair()
+    link = p.will_link("s/$will/m/a")
+    p.send(link, "first")
+    p.send(link, "last", user_id=b"alice")
+    assert p.received() == []
+    p.end(link, wk.LOST)
+    got = p.received()
+    assert [(t, m.body, m.user_id) for t, m in got] == [("s/m/a", "last", b"")]
+    assert p.received() == [] and p.keeper.held() == 0
+
+
+def test_a_clean_end_forgets_the_will_and_an_end_with_an_error_sends_it():
+    p = Pair()
+    clean, detached, failed = p.will_link("s/$will/a"), p.will_link("s/$will/c"), p.will_link("s/$will/b")
+    for link in (clean, detached, failed):
+        p.send(link, "will of %s" % link.target.address)
+    p.end(clean)
+    p.end(detached, closed=False)  # a detach that does not close the link ends it here too
+    p.end(failed, "amqp:internal-error")
+    assert [(t, m.body) for t, m in p.received()] == [("s/b", "will of s/$will/b")]
+    assert p.keeper.held() == 0
+
+
+def test_a_will_over_the_size_limit_is_rejected_and_not_kept():
+    p = Pair(max_will_size=100)
+    link = p.will_link("s/$will/a")
+    dlv = p.send(link, "x" * 200)
+    assert dlv.remote_state == dlv.REJECTED
+    p.end(link, wk.LOST)
+    assert p.received() == []
+
+
+def test_wills_of_a_lost_connection_are_sent_on_the_next_and_dropped_after_their_deadline():
+    p = Pair()
+    link = p.will_link("s/$will/a")
+    p.send(link, "later")
+    p.keeper.conn = None  # the keeper's connection is down when the client goes away
+    p.end(link, wk.LOST)
+    assert len(p.keeper.pending) == 1
+    p.keeper.conn = p.kc  # a new connection opened
+    p.keeper.on_connection_opened(None)
+    p.run()
+    assert [(t, m.body) for t, m in p.received()] == [("s/a", "later")]
+    # a will nobody takes (no credit) is dropped after SEND_TIMEOUT
+    p.keeper.conn = None
+    p.keeper.pending.append(("s/b", p.proton.Message(body="stuck"), p.now[0] + wk.Keeper.SEND_TIMEOUT))
+    p.now[0] += wk.Keeper.SEND_TIMEOUT + 1
+    p.keeper.sweep()
+    assert p.keeper.pending == [] and p.keeper.held() == 0

@@ -94,11 +94,22 @@ def test_the_router_entities_of_the_service():
     will = ents["enmasse/s/mqtt-will"]
     assert (will["role"], will["policyVhost"], will["saslPlugin"], will["saslMechanisms"], will["sslProfile"],
             will["requireSsl"], will["port"], will["authenticatePeer"]) == (
-        "route-container", "s.mqtt", "enmasse/s/mqtt-auth", "PLAIN", "clients", True, "5711", True)
+        "route-container", "s.mqtt-will", "enmasse/s/mqtt-auth", "PLAIN", "clients", True, "5711", True)
     assert "multiTenant" not in will
+    # its own vhost: the keepers receive nothing and send only to the space's addresses; no vhost group of
+    # the space lets a connection make its own link routes (they get no tenant prefix)
+    kv = ents["enmasse/s/mqtt-will-vhost"]
+    assert kv["hostname"] == "s.mqtt-will" and kv["allowUnknownUser"] is False
+    kg = kv["groups"]["mqtt-gateway"]
+    assert kg["sources"] == "" and kg["targets"] == "" and kg["allowDynamicLinkRoutes"] is False
+    assert group["allowDynamicLinkRoutes"] is False and group["allowAdminStatusUpdate"] is False
+    placed = mq.router_entities("s", record, {"host": "auth", "port": 5680}, addresses=[
+        {"address": "q", "type": "queue"}, {"address": "n", "type": "subscription", "topic": "t"}])
+    assert placed["enmasse/s/mqtt-will-vhost"]["groups"]["mqtt-gateway"]["targets"] == "s/q"
     # a record of before the wills (no will_port): no will entities until the converge records one
     older = mq.router_entities("s", {"port": 5710, "broker": "b2"}, {"host": "auth", "port": 5680})
-    assert sorted(set(ents) - set(older)) == ["enmasse/s/mqtt-will", "enmasse/s/mqtt-will-linkroute"]
+    assert sorted(set(ents) - set(older)) == ["enmasse/s/mqtt-will", "enmasse/s/mqtt-will-linkroute",
+                                              "enmasse/s/mqtt-will-vhost"]
     assert mq.router_entities("s", None, {"host": "a", "port": 1}) == {}
     # every name is the space's: removing the space removes them
     assert all(n.startswith("enmasse/s/") for n in ents)
@@ -260,8 +271,8 @@ def test_the_status_names_what_is_missing(tmp_path):
     assert st["ready"] is False
     assert st["messages"] == [
         "router 'r1': linkRoute enmasse/s/mqtt-linkroute/out is inactive",
-        "router 'r2' lacks enmasse/s/mqtt-linkroute/in, enmasse/s/mqtt-linkroute/out, enmasse/s/mqtt-will, "
-        "enmasse/s/mqtt-will-linkroute",
+        "router 'r2' lacks enmasse/s/mqtt-linkroute/in, enmasse/s/mqtt-linkroute/out, enmasse/s/mqtt-will-vhost, "
+        "enmasse/s/mqtt-will, enmasse/s/mqtt-will-linkroute",
         "broker 'b1' lacks the queue $mqtt/s/retained"]
     assert [(e["name"], e["port"]) for e in st["endpoints"]] == [("mqtt-service-r1", 5710), ("mqtt-service-r2", 5810)]
     assert [(e["name"], e["port"]) for e in st["will_endpoints"]] == [("mqtt-will-r1", 5711), ("mqtt-will-r2", 5811)]

@@ -30,6 +30,8 @@ def test_the_vhost_lists_them_and_nothing_when_nothing_is_placed():
     group = vhost["groups"]["$default"]
     assert group["sources"] == "a"
     assert group["targets"] == "$will/a,_topo/0/r1/temp.*,a,amqp:/_topo/0/r1/temp.*,s/a"
+    # no connection-scoped link routes (no tenant prefix), no closing of other connections
+    assert group["allowDynamicLinkRoutes"] is False and group["allowAdminStatusUpdate"] is False
     empty = ent.space_entities("s", 5701, {"host": "auth", "port": 5680}, anonymous=True)["enmasse/s/vhost"]
     assert empty["groups"]["$default"]["sources"] == "" and empty["groups"]["$default"]["targets"] == ""
 
@@ -40,6 +42,10 @@ def test_the_vhost_lists_them_and_nothing_when_nothing_is_placed():
     ("inbox-${user}", ["'${user}'", "user name"]),
     ("$will", ["'$will/'", "AMQP will"]),
     ("$will/orders", ["'$will/'", "AMQP will"]),
+    ("$will.orders", ["'$will.'", "AMQP will"]),
+    ("_topo/0/r1/$management", ["'_'", "no tenant prefix"]),
+    ("_local/x", ["'_'", "no tenant prefix"]),
+    ("*x", ["'*'"]),
 ])
 def test_names_the_policy_cannot_list_are_refused_in_standard_spaces_only(name, words):
     cat = Catalogue.default()

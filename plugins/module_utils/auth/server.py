@@ -50,11 +50,7 @@ from . import codec
 from . import keycloak_backend
 from . import mesh
 from . import metrics
-
-try:  # in the collection
-    from ..standard import entities
-except ImportError:  # the service's package (roles/auth_service): a copy beside this file
-    from . import entities
+from .authz import router_authz
 
 LOG = logging.getLogger("enmasse-auth-service")
 
@@ -110,20 +106,6 @@ def parse_plain(response):
 EVERY_ADDRESS = {"*": ["recv", "send"]}
 
 
-def with_wills(address_authz):
-    """``address_authz`` with ``send`` on ``$will/<p>`` for every pattern
-    ``<p>`` it grants ``send`` on (``entities.will_target``): whoever may send
-    to an address may leave an AMQP will for it (docs/mqtt-design.md "Wills
-    of AMQP clients"), nobody else. The vhost policy's lists say the same
-    for a user of every address (``entities.terminus_names``)."""
-    out = dict((p, list(perms)) for p, perms in address_authz.items())
-    for pattern, perms in address_authz.items():
-        if "send" in perms and pattern != "*":
-            will = entities.will_target(pattern)
-            out[will] = sorted(set(out.get(will, [])) | {"send"})
-    return out
-
-
 def open_properties(identity, desired_capabilities):
     """``(properties, offered capabilities)`` of the service's open frame for
     ``identity`` (an Identity)."""
@@ -139,7 +121,7 @@ def open_properties(identity, desired_capabilities):
         if identity.address_authz != EVERY_ADDRESS:
             props["address-authz"] = dict(
                 (pattern, codec.Array("string", list(perms)))
-                for pattern, perms in sorted(with_wills(identity.address_authz).items()))
+                for pattern, perms in sorted(router_authz(identity.address_authz).items()))
     return props, offered
 
 

@@ -133,10 +133,15 @@ def router_policy_name_errors(address, field="address"):
     if address.endswith("*"):
         errs.append("%s: %s must not end with '*' in a standard address space (the router's address "
                     "policy reads it as a wildcard)" % (field, _fmt(address)))
-    if address == RESERVED_WILL or address.startswith(RESERVED_WILL + "/"):
-        errs.append("%s: %s must not be or start with '%s/' in a standard address space (reserved: a client "
+    first = address[:1]
+    if first and (first in "_*" or first <= " " or first == "\x7f"):
+        errs.append("%s: %s must not start with '_', '*', a space or a control character in a standard address "
+                    "space (the router gives names starting with _local/, _topo/ or _edge/ no tenant prefix: they "
+                    "reach the router itself)" % (field, _fmt(address)))
+    if address == RESERVED_WILL or address.startswith((RESERVED_WILL + "/", RESERVED_WILL + ".")):
+        errs.append("%s: %s must not be or start with '%s/' or '%s.' in a standard address space (reserved: a client "
                     "attaches its AMQP will for address X to %s/X)"
-                    % (field, _fmt(address), RESERVED_WILL, RESERVED_WILL))
+                    % (field, _fmt(address), RESERVED_WILL, RESERVED_WILL, RESERVED_WILL))
     return errs
 
 

@@ -8,7 +8,7 @@ An AMQP client of space S leaves a will for address X by attaching a
 sender to ``$will/X`` on the space's listener and sending one message
 there, the will. The router admits that link exactly when the client may
 send to X (the vhost's lists, ``standard.entities.terminus_names``; the
-auth service's address-authz, ``auth.server.with_wills``) and routes it
+auth service's address-authz, ``auth.authz.with_wills``) and routes it
 (linkRoute ``enmasse/S/mqtt-will-linkroute``, prefix ``S/$will``) to a
 keeper connected to the space's will listener ``enmasse/S/mqtt-will``
 (role route-container; the space's MQTT service user). The keeper:
@@ -52,7 +52,7 @@ except ImportError:
 LOG = logging.getLogger("enmasse-mqtt-will-keeper")
 REQUIRED = ("space", "routers", "user", "password_file")
 DEFAULTS = {"router_tls": True, "router_ca_file": "", "router_server_name": "", "container_id": "",
-            "max_wills": 100000, "log_level": "INFO"}
+            "max_wills": 100000, "max_will_size": 65536, "log_level": "INFO"}
 LOST = "qd:routed-link-lost"
 
 
@@ -91,8 +91,12 @@ def check_config(doc):
     if cfg["router_tls"] and not cfg["router_ca_file"]:
         raise ConfigError("router_ca_file: %r is required with router_tls (the CA of the routers' "
                           "certificates)" % (cfg["router_ca_file"],))
-    if not isinstance(cfg["max_wills"], int) or isinstance(cfg["max_wills"], bool) or cfg["max_wills"] < 1:
-        raise ConfigError("max_wills: %r must be a whole number of at least 1" % (cfg["max_wills"],))
+    for key in ("max_wills", "max_will_size"):
+        value = cfg[key]
+        if isinstance(value, str) and value.isdigit():  # a template rendered it as a string
+            value = cfg[key] = int(value)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError("%s: %r must be a whole number of at least 1" % (key, cfg[key]))
     if cfg["log_level"] not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError("log_level: %r must be DEBUG, INFO, WARNING or ERROR" % (cfg["log_level"],))
     if not cfg["container_id"]:
@@ -134,116 +138,215 @@ def read_password(path):
         return f.read().strip()
 
 
-class Keeper(_Handler):  # pragma: no cover - needs proton and a router: tests/integration/test_mqtt_amqp_wills.py
-    """The keeper's proton handler: every will link of the space, in memory."""
+class _Call(object):
+    """A timer task of the container: calls ``fn``."""
 
-    def __init__(self, cfg):
+    def __init__(self, fn):
+        self.fn = fn
+
+    def on_timer_task(self, event):  # pylint: disable=unused-argument
+        self.fn()
+
+
+class Keeper(_Handler):
+    """The keeper's proton handler: the space's will links, in memory.
+
+    ``wills``: {receiver link: [address, message or None]}, the links clients
+    hold; ``sending``: {sender link: (address, message, deadline)}, wills on
+    their way; ``pending``: [(address, message, deadline)], wills of clients
+    gone while the keeper had no connection, sent once it has one. All three
+    count against ``max_wills``; a will not accepted by its deadline
+    (SEND_TIMEOUT after its client left) is dropped with a log line."""
+
+    SEND_TIMEOUT = 30.0
+    SWEEP = 5.0
+    HEARTBEAT = 10
+
+    def __init__(self, cfg, clock=None):
         super(Keeper, self).__init__(prefetch=10, auto_accept=False, auto_settle=True)
+        import time
         self.cfg = cfg
-        self.conn = None
-        self.wills = {}  # receiver link -> (will address, message or None)
-        self.sending = {}  # sender link -> (address, message; None once sent)
+        self.clock = clock or time.monotonic
+        self.container = self.conn = self.session = None
+        self.wills, self.sending, self.pending = {}, {}, []
+        self.tries = self.names = 0
+
+    def held(self):
+        return len(self.wills) + len(self.sending) + len(self.pending)
+
+    # ------------------------------------------------------------ the connection
 
     def on_start(self, event):
+        self.container = event.container
+        self.container.container_id = self.cfg["container_id"]
+        self.connect()
+        self.container.schedule(self.SWEEP, _Call(self.sweep))
+
+    def connect(self):
+        """A fresh connection to the next router of the list (never proton's
+        reconnect: it attaches again every link of the old connection)."""
         from proton import SSLDomain
-        from proton.reactor import Backoff
         cfg = self.cfg
-        event.container.container_id = cfg["container_id"]
         domain = None
         if cfg["router_tls"]:
             domain = SSLDomain(SSLDomain.MODE_CLIENT)
             domain.set_trusted_ca_db(cfg["router_ca_file"])
             domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
-        urls = [("amqps://" if cfg["router_tls"] else "amqp://") + r for r in cfg["routers"]]
-        self.conn = event.container.connect(
-            urls=urls, user=cfg["user"], password=read_password(cfg["password_file"]),
-            allowed_mechs="PLAIN", ssl_domain=domain, reconnect=Backoff(),
-            virtual_host=cfg["router_server_name"] or None, sasl_enabled=True,
-            allow_insecure_mechs=not cfg["router_tls"])
+        router = cfg["routers"][self.tries % len(cfg["routers"])]
+        self.session = None
+        self.conn = self.container.connect(
+            url=("amqps://" if cfg["router_tls"] else "amqp://") + router, user=cfg["user"],
+            password=read_password(cfg["password_file"]), allowed_mechs="PLAIN", ssl_domain=domain,
+            reconnect=False, heartbeat=self.HEARTBEAT, virtual_host=cfg["router_server_name"] or None,
+            sasl_enabled=True, allow_insecure_mechs=not cfg["router_tls"])
 
     def on_connection_opened(self, event):
+        self.tries = 0
         LOG.info("connected to a router of space %s as %s", self.cfg["space"], self.cfg["container_id"])
+        pending, self.pending = self.pending, []
+        for address, message, deadline in pending:
+            self.publish(address, message, deadline)
 
-    def on_link_opening(self, event):
-        link = event.link
-        if not link.is_receiver:
+    def on_disconnected(self, event):
+        if event.connection is not self.conn:
             return
-        address = will_address(self.cfg["space"], link.remote_target.address)
+        if self.wills:
+            LOG.warning("connection lost: %d will links ended with it (their clients attach again)", len(self.wills))
+        self.pending.extend(self.sending.values())  # their clients are gone: sent on the next connection
+        self.wills.clear()
+        self.sending.clear()
+        self.conn = self.session = None
+        self.tries += 1
+        delay = min(10.0, 0.5 * 2 ** min(self.tries, 5))
+        LOG.info("dialling again in %.1f s", delay)
+        self.container.schedule(delay, _Call(self.connect))
+
+    def on_connection_error(self, event):
+        LOG.warning("the router closed the connection: %s", event.connection.remote_condition)
+
+    def on_transport_error(self, event):
+        LOG.warning("connection failed: %s", event.transport.condition)
+
+    # ------------------------------------------------------------ the clients' will links
+
+    def on_link_remote_open(self, event):
+        """Every attach the router routes here is decided now, before
+        proton's own handlers would open it: a receiver for a will of the
+        space is opened, anything else is refused (closed with a reason)."""
+        link = event.link
+        if link in self.sending or not link.state & link.LOCAL_UNINIT:
+            return
+        address = will_address(self.cfg["space"], link.remote_target.address) if link.is_receiver else None
         if address is None:
             LOG.warning("refused a link to %r: not a will of space %s", link.remote_target.address,
                         self.cfg["space"])
-            _refuse(link, "amqp:not-found", "not a will address of this space")
+            _refuse(link, "amqp:not-allowed", "not a will address of this space")
             return
-        if len(self.wills) >= self.cfg["max_wills"]:
-            LOG.warning("refused the will for %s: %d wills held (max_wills)", address, len(self.wills))
+        if self.held() >= self.cfg["max_wills"]:
+            LOG.warning("refused the will for %s: %d wills held (max_wills)", address, self.held())
             _refuse(link, "amqp:resource-limit-exceeded", "too many wills")
             return
-        link.source.address = link.remote_source.address
         link.target.address = link.remote_target.address
-        self.wills[link] = (address, None)
+        link.open()
+        self.wills[link] = [address, None]
 
     def on_message(self, event):
-        link = event.link
-        if link in self.wills:
-            self.wills[link] = (self.wills[link][0], event.message)
-            self.accept(event.delivery)
-        else:
+        held = self.wills.get(event.link)
+        if held is None:
             self.reject(event.delivery)
+            return
+        if len(event.message.encode()) > self.cfg["max_will_size"]:
+            LOG.warning("refused a will for %s: larger than max_will_size %d", held[0], self.cfg["max_will_size"])
+            self.reject(event.delivery)
+            return
+        held[1] = event.message
+        self.accept(event.delivery)
 
     def on_link_remote_close(self, event):
-        link = event.link
-        held = self.wills.pop(link, None)
-        if held is not None:
-            cond = link.remote_condition
-            address, message = held
-            if message is not None and publishes(cond.name if cond else None):
-                LOG.info("client gone (%s): sending its will to %s", cond.name, address)
-                self.publish(event.container, address, message)
-        if link in self.sending:
-            address, unused = self.sending.pop(link)
-            LOG.warning("the will for %s is lost: the router closed its link (%s)", address,
-                        link.remote_condition)
-        link.close()
+        self.ended(event.link, close=True)
+
+    def on_link_remote_detach(self, event):
+        self.ended(event.link, close=False)
 
     def on_link_error(self, event):
-        """A link's end with an error is a client's end (on_link_remote_close): not the
-        connection's, which proton's default would close with every other will on it."""
+        """A link's end with an error is handled by ended(): not the
+        connection's, which proton's default would close with every other
+        will on it."""
 
-    def publish(self, container, address, message):
-        sender = container.create_sender(self.conn, address)
+    def ended(self, link, close):
+        """A link's end (detach, closed or not): a will link sends its will
+        when the end carries an error and forgets it otherwise; a will on its
+        way whose link the router ended is lost (logged)."""
+        held = self.wills.pop(link, None)
+        cond = link.remote_condition
+        if held is not None and held[1] is not None and publishes(cond.name if cond else None):
+            LOG.info("client gone (%s): sending its will to %s", cond.name, held[0])
+            self.publish(held[0], held[1], self.clock() + self.SEND_TIMEOUT)
+        sent = self.sending.pop(link, None)
+        if sent is not None:
+            LOG.warning("the will for %s is lost: the router ended its link (%s)", sent[0], cond)
+        if close:
+            link.close()
+        else:
+            link.detach()
+
+    # ------------------------------------------------------------ sending wills
+
+    def publish(self, address, message, deadline):
+        if self.conn is None or not self.conn.state & self.conn.LOCAL_ACTIVE:
+            self.pending.append((address, message, deadline))
+            return
+        if self.session is None:
+            self.session = self.conn.session()
+            self.session.open()
         message.address = None
-        self.sending[sender] = (address, message)
+        message.user_id = b""  # blank: the router would refuse the client's user id on the keeper's connection
+        self.names += 1
+        sender = self.session.sender("will-%d" % self.names)
+        sender.target.address = address
+        sender.open()
+        self.sending[sender] = (address, message, deadline)
 
     def on_sendable(self, event):
         held = self.sending.get(event.sender)
         if held and held[1] is not None:
             event.sender.send(held[1])
-            self.sending[event.sender] = (held[0], None)
+            self.sending[event.sender] = (held[0], None, held[2])
 
     def on_settled(self, event):
         link = event.link
-        address = self.sending.pop(link, (None, None))[0]
-        if address is not None:
+        held = self.sending.pop(link, None)
+        if held is not None:
             state = event.delivery.remote_state
             level = logging.INFO if state == event.delivery.ACCEPTED else logging.WARNING
-            LOG.log(level, "will for %s: %s", address, state)
+            LOG.log(level, "will for %s: %s", held[0], state)
             link.close()
 
-    def on_disconnected(self, event):
-        if self.wills or self.sending:
-            LOG.warning("connection lost: %d will links ended with it (their clients attach again), "
-                        "%d wills not sent", len(self.wills), len(self.sending))
-        self.wills.clear()
-        self.sending.clear()
+    def sweep(self):
+        """Drop the wills not accepted by their deadline (an address nobody
+        gives credit for), then again in SWEEP seconds."""
+        now = self.clock()
+        for link, (address, unused, deadline) in list(self.sending.items()):
+            if deadline < now:
+                LOG.warning("the will for %s is dropped: not accepted within %d s", address, self.SEND_TIMEOUT)
+                del self.sending[link]
+                link.close()
+        kept = [p for p in self.pending if p[2] >= now]
+        if len(kept) < len(self.pending):
+            LOG.warning("%d wills dropped: no connection within %d s", len(self.pending) - len(kept),
+                        self.SEND_TIMEOUT)
+        self.pending = kept
+        if self.container is not None:
+            self.container.schedule(self.SWEEP, _Call(self.sweep))
 
 
-def _refuse(link, name, text):  # pragma: no cover - with Keeper
+def _refuse(link, name, text):
     from proton import Condition
     link.condition = Condition(name, text)
     link.close()
 
 
-def run(cfg):  # pragma: no cover - with Keeper
+def run(cfg):  # pragma: no cover - needs a router: tests/integration/test_mqtt_amqp_wills.py
     """Serve until SIGTERM."""
     from proton.reactor import Container
     Container(Keeper(cfg)).run()

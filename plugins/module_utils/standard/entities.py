@@ -157,7 +157,8 @@ def space_entities(space, port, auth, bind_host="0.0.0.0", max_connections=None,
     sources, targets = terminus_names(space, addresses, routers)
     group = {"users": "*", "remoteHosts": "*", "sources": ",".join(sources), "targets": ",".join(targets),
              "allowDynamicSource": True, "allowAnonymousSender": True, "allowWaypointLinks": True,
-             "allowDynamicLinkRoutes": True, "allowAdminStatusUpdate": True}
+             # no connection-scoped link routes (they get no tenant prefix) and no closing of others' connections
+             "allowDynamicLinkRoutes": False, "allowAdminStatusUpdate": False}
     vhost = {"hostname": space, "allowUnknownUser": True, "groups": {"$default": group}}
     if max_connections:
         vhost["maxConnections"] = int(max_connections)

@@ -54,7 +54,7 @@ SERVICE_USER = "mqtt-gateway"
 ALL_ADDRESSES_GROUPS = ("recv_%2A", "send_%2A")
 LAST_VALUE_KEY = "mqtt_topic"
 NAMES = ("mqtt-vhost", "mqtt-auth", "mqtt-service", "mqtt-linkroute/in", "mqtt-linkroute/out")
-WILL_NAMES = ("mqtt-will", "mqtt-will-linkroute")
+WILL_NAMES = ("mqtt-will-vhost", "mqtt-will", "mqtt-will-linkroute")
 
 
 def realm(space):
@@ -68,6 +68,17 @@ def prefix(space):
 
 def retained_queue(space):
     return "%s/retained" % prefix(space)
+
+
+def will_vhost(space):
+    """The vhost of the will keepers' listener (the service user's realm stays ``S.mqtt``)."""
+    return "%s.mqtt-will" % space
+
+
+def will_targets(space, addresses=()):
+    """What a keeper may send to: ``S/X`` of every declared, placed address
+    but subscriptions (``service_targets`` without the retained queue)."""
+    return service_targets(space, addresses)[1:]
 
 
 def will_prefix(space):
@@ -129,7 +140,8 @@ def router_entities(space, record, auth, bind_host="0.0.0.0", tls=None, addresse
     name = realm(space)
     group = {"users": SERVICE_USER, "remoteHosts": "*", "sources": ",".join(service_sources(space, addresses)),
              "targets": ",".join(service_targets(space, addresses)),
-             "allowDynamicSource": False, "allowAnonymousSender": False}
+             "allowDynamicSource": False, "allowAnonymousSender": False, "allowDynamicLinkRoutes": False,
+             "allowAdminStatusUpdate": False}
     plugin = {"sslProfile": auth["ssl_profile"]} if auth.get("ssl_profile") else {}
     out = {
         pre + "mqtt-vhost": _ent.entity(_ent.VHOST, hostname=name, allowUnknownUser=False,
@@ -147,9 +159,14 @@ def router_entities(space, record, auth, bind_host="0.0.0.0", tls=None, addresse
     if record.get("will_port"):
         # the keepers' listener: route-container, so that the routers route the clients' will links to its
         # connections; the linkRoute names the listener (a connection's label), not a container id that any
-        # route-container connection could claim
+        # route-container connection could claim. Its own vhost: a keeper sends the wills to the space's
+        # addresses and receives nothing (no retained queue, no address of the space)
+        will_group = dict(group, sources="", targets=",".join(will_targets(space, addresses)))
+        out[pre + "mqtt-will-vhost"] = _ent.entity(_ent.VHOST, hostname=will_vhost(space), allowUnknownUser=False,
+                                                   groups={SERVICE_USER: will_group})
         out[pre + "mqtt-will"] = _ent.entity(_ent.LISTENER, host=bind_host, port=str(record["will_port"]),
-                                             role="route-container", policyVhost=name, authenticatePeer=True,
+                                             role="route-container", policyVhost=will_vhost(space),
+                                             authenticatePeer=True,
                                              saslMechanisms="PLAIN", saslPlugin=pre + "mqtt-auth",
                                              **_ent.listener_tls(tls))
         out[pre + "mqtt-will-linkroute"] = _ent.entity(_ent.LINKROUTE, prefix=will_prefix(space), direction="in",
