@@ -334,8 +334,7 @@ class Keeper(_Handler):
             state = event.delivery.remote_state
             level = logging.INFO if state == event.delivery.ACCEPTED else logging.WARNING
             LOG.log(level, "will for %s: %s", held[0], state)
-            link.close()
-            link.free()
+            link.close()  # freed in ended(), when the router answers the detach
 
     def sweep(self):
         """Drop the wills not accepted by their deadline (an address nobody
@@ -345,8 +344,7 @@ class Keeper(_Handler):
             if deadline < now:
                 LOG.warning("the will for %s is dropped: not accepted within %d s", address, self.SEND_TIMEOUT)
                 del self.sending[link]
-                link.close()
-                link.free()
+                link.close()  # freed in ended(), when the router answers the detach
         kept = [p for p in self.pending if p[2] >= now]
         if len(kept) < len(self.pending):
             LOG.warning("%d wills dropped: no connection within %d s", len(self.pending) - len(kept),
