@@ -367,6 +367,17 @@ def test_a_partial_star_never_reaches_the_routers_own_addresses():
     assert sorted(firsts) == sorted(authz.STAR_FIRST)
 
 
+@pytest.mark.parametrize("pattern, words", [
+    ("a,_local/$management", ["','"]), ("q/${user}", ["${user}"]), ("x:/_local/$management", ["':/'"]),
+    ("/_local/x", ["'/'"]), ("_topo/*", ["'_'"]),
+])
+def test_patterns_that_name_the_routers_own_addresses_are_refused_and_never_sent(pattern, words):
+    from ansible_collections.enmasse.messaging.plugins.module_utils.model import users
+    errs = users.pattern_errors(pattern, "authorization[0].addresses[0]")
+    assert errs and all(w in errs[0] for w in words + ["authorization[0].addresses[0]"]), errs
+    assert pattern not in authz.router_authz({pattern: ["send"], "q": ["recv"]})  # a users file written by hand
+
+
 def test_server_sends_no_address_authz_unless_desired(srv):
     sock = client(srv.port)
     assert sasl(sock, "PLAIN", b"alice\0alice\0pw", "space-a") == codec.SASL_OK

@@ -94,8 +94,8 @@ def test_the_keeper_and_the_auth_service_parts():
     assert MU + "standard/keeper.py" in keeper and MU + "router/client.py" in keeper
     assert MU + "runner.py" not in keeper and MU + "backends.py" not in keeper
     auth = paths(job_bundle.bundle(root=REPO, parts=("auth_service",)))
-    assert auth == [MU + "auth/%s.py" % m for m in ("__init__", "backends", "codec", "keycloak_backend", "mesh", "metrics", "mgmt_tls",
-                                                    "server")] \
+    assert auth == [MU + "auth/%s.py" % m for m in ("__init__", "authz", "backends", "codec", "keycloak_backend", "mesh",
+                                                    "metrics", "mgmt_tls", "server")] \
         + [MU + "standard/__init__.py", MU + "standard/entities.py"]  # the mesh probe's address rule
 
 

@@ -215,13 +215,40 @@ def test_a_clean_end_forgets_the_will_and_an_end_with_an_error_sends_it():
     assert p.keeper.held() == 0
 
 
-def test_a_will_over_the_size_limit_is_rejected_and_not_kept():
+def test_a_will_over_the_size_limit_ends_its_link_and_is_not_kept():
     p = Pair(max_will_size=100)
     link = p.will_link("s/$will/a")
-    dlv = p.send(link, "x" * 200)
-    assert dlv.remote_state == dlv.REJECTED
+    p.send(link, "x" * 200)
+    assert remote(link) == "closed" and link.remote_condition.name == "amqp:link:message-size-exceeded"
+    assert p.keeper.held() == 0
     p.end(link, wk.LOST)
     assert p.received() == []
+
+
+def test_a_lost_connection_clears_the_links_and_keeps_the_wills_on_their_way():
+    p = Pair()
+    held, gone = p.will_link("s/$will/a"), p.will_link("s/$will/b")
+    p.send(held, "held")
+    p.send(gone, "on its way")
+    p.keeper.on_sendable = lambda event: None  # the router gives the keeper's sender no credit yet
+    p.end(gone, wk.LOST)
+    assert len(p.keeper.sending) == 1
+    p.kt.close_tail()  # the router went away
+    p.kt.close_head()
+    p.run()
+    assert p.keeper.conn is None and p.keeper.wills == {} and p.keeper.sending == {}
+    assert [(a, m.body) for a, m, unused in p.keeper.pending] == [("s/b", "on its way")]
+
+
+def test_ended_links_are_freed():
+    p = Pair()
+    for i in range(20):
+        link = p.will_link("s/$will/a%d" % i)
+        p.end(link)
+    count, link = 0, p.kc.link_head(0)
+    while link:
+        count, link = count + 1, link.next(0)
+    assert count == 0, count
 
 
 def test_wills_of_a_lost_connection_are_sent_on_the_next_and_dropped_after_their_deadline():

@@ -35,8 +35,8 @@ def with_wills(address_authz):
 # agent (create, delete anything). A '*' in address-authz would reach it, so
 # '*' goes to the router as one prefix pattern per first character a
 # standard space's address may have (model.names.router_policy_name_errors:
-# printable ASCII, not '_'), and a pattern starting with '_' not at all.
-STAR_FIRST = tuple(c for c in map(chr, range(33, 127)) if c not in "_*,")
+# printable ASCII, not '_', '*', ',' or '/'), and a pattern starting with '_' not at all.
+STAR_FIRST = tuple(c for c in map(chr, range(33, 127)) if c not in "_*,/")
 
 
 def router_authz(address_authz):
@@ -47,4 +47,13 @@ def router_authz(address_authz):
     star = out.pop("*", None)
     for first in STAR_FIRST if star else ():
         out[first + "*"] = sorted(set(out.get(first + "*", [])) | set(star))
-    return dict((p, perms) for p, perms in out.items() if not p.startswith("_"))
+    return dict((p, perms) for p, perms in out.items() if safe(p))
+
+
+def safe(pattern):
+    """Whether the router may get ``pattern``: not naming one of its own
+    addresses (a leading '_' or '/', ':/' anywhere: the router routes what
+    follows it) and not two patterns in one (',', the router's separator;
+    '${user}', its user-name token). The users' rules refuse these too
+    (model.users.pattern_errors); a users file written by hand may hold them."""
+    return not (pattern.startswith(("_", "/")) or ":/" in pattern or "," in pattern or "${user}" in pattern)

@@ -118,7 +118,7 @@ def open_properties(identity, desired_capabilities):
         offered = [CAPABILITY_ADDRESS_AUTHZ]
         # every address of the space: no address-authz, so that the router applies the space's
         # vhost policy (its declared addresses); qdrouterd 1.19 uses address-authz instead of it
-        if identity.address_authz != EVERY_ADDRESS:
+        if not set(EVERY_ADDRESS["*"]) <= set(identity.address_authz.get("*", ())):
             props["address-authz"] = dict(
                 (pattern, codec.Array("string", list(perms)))
                 for pattern, perms in sorted(router_authz(identity.address_authz).items()))

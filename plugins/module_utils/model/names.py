@@ -138,6 +138,10 @@ def router_policy_name_errors(address, field="address"):
         errs.append("%s: %s must not start with '_', '*', a space or a control character in a standard address "
                     "space (the router gives names starting with _local/, _topo/ or _edge/ no tenant prefix: they "
                     "reach the router itself)" % (field, _fmt(address)))
+    if ":/" in address or address.startswith("/"):
+        errs.append("%s: %s must not contain ':/' nor start with '/' in a standard address space (the router "
+                    "routes what follows the first ':/' or the leading '/': another name than the one its policy "
+                    "checks)" % (field, _fmt(address)))
     if address == RESERVED_WILL or address.startswith((RESERVED_WILL + "/", RESERVED_WILL + ".")):
         errs.append("%s: %s must not be or start with '%s/' or '%s.' in a standard address space (reserved: a client "
                     "attaches its AMQP will for address X to %s/X)"

@@ -60,6 +60,14 @@ def pattern_errors(pattern, field):
     if len(pattern) > PATTERN_MAX:
         errs.append("%s: %s is %d characters long, at most %d are allowed"
                     % (field, fmt(pattern[:40] + "..."), len(pattern), PATTERN_MAX))
+    for bad, why in ((",", "the router joins the patterns with ','"),
+                     ("${user}", "the router replaces ${user} by the user name"),
+                     (":/", "the router routes what follows the first ':/', another name than the one it checks")):
+        if bad in pattern:
+            errs.append("%s: %s must not contain %r (%s)" % (field, fmt(pattern), bad, why))
+    if pattern.startswith(("/", "_")):
+        errs.append("%s: %s must not start with '/' or '_' (the router gives such names no tenant prefix: they "
+                    "reach the router itself)" % (field, fmt(pattern)))
     return errs
 
 

@@ -152,7 +152,7 @@ class Keeper(_Handler):
     """The keeper's proton handler: the space's will links, in memory.
 
     ``wills``: {receiver link: [address, message or None]}, the links clients
-    hold; ``sending``: {sender link: (address, message, deadline)}, wills on
+    hold; ``sending``: {sender link: (address, message, deadline, sent)}, wills on
     their way; ``pending``: [(address, message, deadline)], wills of clients
     gone while the keeper had no connection, sent once it has one. All three
     count against ``max_wills``; a will not accepted by its deadline
@@ -207,19 +207,23 @@ class Keeper(_Handler):
         for address, message, deadline in pending:
             self.publish(address, message, deadline)
 
-    def on_disconnected(self, event):
-        if event.connection is not self.conn:
+    def on_transport_closed(self, event):
+        """The connection is gone, whoever ended it (the router, the network, a
+        failed dial): every will link with it; the wills on their way go out
+        again on the next connection (at least once); a fresh dial, later."""
+        if self.conn is None or event.connection != self.conn:  # proton wraps each event anew: ==, not is
             return
         if self.wills:
             LOG.warning("connection lost: %d will links ended with it (their clients attach again)", len(self.wills))
-        self.pending.extend(self.sending.values())  # their clients are gone: sent on the next connection
+        self.pending.extend((a, m, d) for a, m, d, unused in self.sending.values())
         self.wills.clear()
         self.sending.clear()
         self.conn = self.session = None
         self.tries += 1
         delay = min(10.0, 0.5 * 2 ** min(self.tries, 5))
         LOG.info("dialling again in %.1f s", delay)
-        self.container.schedule(delay, _Call(self.connect))
+        if self.container is not None:
+            self.container.schedule(delay, _Call(self.connect))
 
     def on_connection_error(self, event):
         LOG.warning("the router closed the connection: %s", event.connection.remote_condition)
@@ -249,6 +253,15 @@ class Keeper(_Handler):
         link.target.address = link.remote_target.address
         link.open()
         self.wills[link] = [address, None]
+
+    def on_delivery(self, event):
+        """A will larger than max_will_size ends its link while it arrives
+        (before proton's handler buffers the whole message)."""
+        dlv = event.delivery
+        if dlv.link in self.wills and dlv.pending > self.cfg["max_will_size"]:
+            address = self.wills.pop(dlv.link)[0]
+            LOG.warning("refused a will for %s: larger than max_will_size %d", address, self.cfg["max_will_size"])
+            _refuse(dlv.link, "amqp:link:message-size-exceeded", "a will is at most %d bytes" % self.cfg["max_will_size"])
 
     def on_message(self, event):
         held = self.wills.get(event.link)
@@ -289,6 +302,7 @@ class Keeper(_Handler):
             link.close()
         else:
             link.detach()
+        link.free()  # proton-c keeps an ended link in the connection until it is freed
 
     # ------------------------------------------------------------ sending wills
 
@@ -305,13 +319,13 @@ class Keeper(_Handler):
         sender = self.session.sender("will-%d" % self.names)
         sender.target.address = address
         sender.open()
-        self.sending[sender] = (address, message, deadline)
+        self.sending[sender] = (address, message, deadline, False)
 
     def on_sendable(self, event):
         held = self.sending.get(event.sender)
-        if held and held[1] is not None:
+        if held and not held[3]:
             event.sender.send(held[1])
-            self.sending[event.sender] = (held[0], None, held[2])
+            self.sending[event.sender] = held[:3] + (True,)
 
     def on_settled(self, event):
         link = event.link
@@ -320,17 +334,17 @@ class Keeper(_Handler):
             state = event.delivery.remote_state
             level = logging.INFO if state == event.delivery.ACCEPTED else logging.WARNING
             LOG.log(level, "will for %s: %s", held[0], state)
-            link.close()
+            link.close()  # freed in ended(), when the router answers the detach
 
     def sweep(self):
         """Drop the wills not accepted by their deadline (an address nobody
         gives credit for), then again in SWEEP seconds."""
         now = self.clock()
-        for link, (address, unused, deadline) in list(self.sending.items()):
+        for link, (address, unused, deadline, unused_sent) in list(self.sending.items()):
             if deadline < now:
                 LOG.warning("the will for %s is dropped: not accepted within %d s", address, self.SEND_TIMEOUT)
                 del self.sending[link]
-                link.close()
+                link.close()  # freed in ended(), when the router answers the detach
         kept = [p for p in self.pending if p[2] >= now]
         if len(kept) < len(self.pending):
             LOG.warning("%d wills dropped: no connection within %d s", len(self.pending) - len(kept),

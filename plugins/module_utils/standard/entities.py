@@ -106,8 +106,14 @@ def terminus_names(space, addresses, routers=()):
     * to send only: ``$will/X`` for each of them (``will_target``), a will
       for X: whoever may send to X may leave a will for it, nobody else;
     * to send only: the temporary addresses of every router (``routers``,
-      ids), ``[amqp:/]_topo/0/<router>/temp.*``: the reply-to of a dynamic
-      receiver (request/response), the only router-made names."""
+      ids), ``amqp:/_topo/0/<router>/temp.*``: the reply-to of a dynamic
+      receiver (request/response), the only router-made names, for a named
+      sender. Not the bare ``_topo/0/<router>/temp.*``: the policy matches a
+      link's address as a whole, the router routes what follows its first
+      ``:/``, so that prefix admitted ``_topo/0/<r>/temp.x:/_local/$management``,
+      the router's management agent. A message of an anonymous sender is
+      checked on the routed form (``_topo/...``): a reply by an anonymous
+      sender to a temporary address is refused (docs/standard-spaces.md)."""
     sources, targets = set(), set()
     for a in addresses:
         if a["type"] == "subscription":
@@ -116,7 +122,7 @@ def terminus_names(space, addresses, routers=()):
         sources.add(a["address"])
         targets.update((a["address"], internal(space, a["address"]), will_target(a["address"])))
     for r in routers:
-        targets.update(("_topo/0/%s/temp.*" % r, "amqp:/_topo/0/%s/temp.*" % r))
+        targets.add("amqp:/_topo/0/%s/temp.*" % r)
     return sorted(sources), sorted(targets)
 
 
