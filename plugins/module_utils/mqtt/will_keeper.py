@@ -265,11 +265,7 @@ class Keeper(_Handler):
 
     def on_message(self, event):
         held = self.wills.get(event.link)
-        if held is None:
-            self.reject(event.delivery)
-            return
-        if len(event.message.encode()) > self.cfg["max_will_size"]:
-            LOG.warning("refused a will for %s: larger than max_will_size %d", held[0], self.cfg["max_will_size"])
+        if held is None:  # not a will link, or one on_delivery ended for its size
             self.reject(event.delivery)
             return
         held[1] = event.message
