@@ -23,7 +23,7 @@ from standard_env import StandardEnv, build_router
 pytestmark = pytest.mark.integration
 proton = pytest.importorskip("proton", reason="python-qpid-proton is not installed (pip install -r requirements-test.txt)")
 from proton import Data, Endpoint, Message, Terminus  # noqa: E402
-from proton.reactor import Container, ReceiverOption  # noqa: E402
+from proton.reactor import Container, LinkOption, ReceiverOption  # noqa: E402
 from proton.utils import BlockingConnection, LinkDetached  # noqa: E402
 
 ANON = {"name": "none", "type": "none"}
@@ -301,15 +301,19 @@ def test_anonymous_relay_and_replies_reach_only_what_the_space_may(env):
     pause(r, 0.5)
     got = accept_bodies(c, rcv, 1, "reply")
     pause(c, 0.5)  # the accepts travel back
-    # an anonymous reply is checked on the routed form (_topo/...), which the space no longer lists: its
-    # bare prefix admitted _topo/0/<r>/temp.x:/_local/$management (the router's management agent)
+    # an anonymous reply is checked on the routed form (_topo/...), which the space does not list (docs)
     r.wait(lambda: sent.remote_state, msg="outcome of the anonymous reply")
     assert sent.remote_state == proton.Delivery.REJECTED, sent.remote_state
     router = reply_to.split("/")[3]
+    # the router routes what follows a name's first ':/' (or a leading '/'): the policy checks that routed
+    # form too (the policy-routed-form patch), so a name inside a listed prefix leads nowhere else
     for internal in ("_topo/0/%s/temp.x:/_local/$management" % router, "_local/$management",
-                     "amqp:/_topo/0/%s/$management" % router):
+                     "amqp:/_topo/0/%s/$management" % router, "decl-q:/_local/$management", "/_local/$management"):
         err = attached(r, internal, True)
         assert err is not None and "unauthorized" in str(err), (internal, err)
+    for to in ("_topo/0/%s/temp.x:/_local/$management" % router, "decl-q:/_local/$management"):
+        state, cond = anonymous_send(r, r_anon, to)
+        assert state == proton.Delivery.REJECTED and "policy" in str(cond), (to, state, cond)
     r.close()
     c.close()
     assert sorted(got) == ["named reply"], got
@@ -335,7 +339,61 @@ def test_authenticated_users_reach_only_declared_addresses(env):
     m = BlockingConnection(env.client_url(port_of(env, "wall-s")), user="mallory", password="mallory-secret",
                            allowed_mechs="PLAIN", timeout=15, **env.client_kwargs())
     assert attached(m, "decl-q", True) is None and attached(m, "decl-q", False) is None
-    for internal in ("_local/$management", "_topo/0/%s/$management" % env.routers[0].id):
+    router = env.routers[0].id
+    # nor through a name that one of its prefix patterns admits: the router routes what follows the first
+    # ':/' (or a leading '/'), and its policy checks that routed form too (the policy-routed-form patch)
+    for internal in ("_local/$management", "_topo/0/%s/$management" % router, "a:/_local/$management",
+                     "decl-q:/_local/$management", "d://h/_local/$management", "a:/_topo/0/%s/$management" % router,
+                     "/_local/$management", "x:/_edge/%s/$management" % router):
         err = attached(m, internal, True)
         assert err is not None and "unauthorized" in str(err), (internal, err)
+    # one rule must admit both forms: x:/decl-q (routed: decl-q) passes x* whole, but not routed
+    assert attached(m, "x:/decl-q", True) is not None
     m.close()
+
+
+class DynamicNodeAddress(LinkOption):
+    """A dynamic terminus (source of a receiver, target of a sender) with
+    ``x-opt-qd.address`` in its dynamic node properties: qdrouterd routes it
+    by that address to a link route (a topic's broker)."""
+
+    def __init__(self, address):
+        self.address = address
+
+    def apply(self, link):
+        term = link.source if link.is_receiver else link.target
+        term.address = None
+        term.dynamic = True
+        term.properties.put_map()
+        term.properties.enter()
+        term.properties.put_symbol("x-opt-qd.address")
+        term.properties.put_string(self.address)
+        term.properties.exit()
+
+
+def test_a_dynamic_node_address_reaches_only_what_the_user_may(env):
+    # wall-s gains a topic (link-routed to the broker); trudy may send to decl-q and receive from it only
+    feed = {"address": "feed", "type": "topic", "plan": "standard-small-topic"}
+    assert converge(env, "wall-s", ROUTED + [feed]).rc == 0
+    env.auth_service.write_users("wall-s", {"alice": "alice-secret",
+                                            "trudy": ("trudy-secret", ["send_decl-q", "recv_decl-q"])})
+
+    def login(user):
+        return BlockingConnection(env.client_url(port_of(env, "wall-s")), user=user, password=user + "-secret",
+                                  allowed_mechs="PLAIN", timeout=15, **env.client_kwargs())
+
+    t = login("trudy")
+    assert attached(t, "feed", True) is not None and attached(t, "feed", False) is not None  # named: refused
+    # the same address in a dynamic terminus's node properties is checked as the name is: refused
+    for sender in (True, False):
+        link = attach(t, None, sender, name="dnp-%s" % sender, options=DynamicNodeAddress("feed"))
+        err = refused(link)
+        assert err is not None and "unauthorized" in str(err), (sender, err)
+    t.close()
+    # alice (every address of the space) is not refused by the router's policy for it
+    a = login("alice")
+    for sender in (True, False):
+        link = attach(a, None, sender, name="dnp-a-%s" % sender, options=DynamicNodeAddress("feed"))
+        err = refused(link)
+        assert err is None or "unauthorized" not in str(err), (sender, err)
+    a.close()
