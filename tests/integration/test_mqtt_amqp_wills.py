@@ -32,8 +32,10 @@ ENTRY_POINT = os.path.join(REPO, "roles", "mqtt_gateway", "files", "enmasse-mqtt
 
 # one client that leaves a will: attach a sender to argv[5], send argv[7:] one by one, say
 # "registered" when every one is accepted; mode clean: detach and close; hold: wait to be killed.
-# Any end of the link it did not ask for is printed ("detached <condition>"). WILL_RETAIN=1 in the
-# environment: the messages carry x-opt-mqtt-retain true.
+# Any end of the link it did not ask for is printed ("detached <condition>"), a rejected message too
+# ("rejected <condition> <description>"). Environment: WILL_RETAIN=1, the messages carry x-opt-mqtt-retain
+# true; WILL_DELAY=<n>, x-opt-mqtt-will-delay n; WILL_LINK, the link's name; WILL_CONTAINER, the
+# container id.
 WILL_CLIENT = r'''
 import os, sys
 from proton import Message, SSLDomain, symbol
@@ -51,12 +53,19 @@ class C(MessagingHandler):
         d.set_peer_authentication(SSLDomain.VERIFY_PEER)
         conn = e.container.connect(url, user=user, password=password, allowed_mechs="PLAIN", ssl_domain=d,
                                    reconnect=False)
-        e.container.create_sender(conn, target)
+        e.container.create_sender(conn, target, name=os.environ.get("WILL_LINK"))
     def on_sendable(self, e):
         while self.sent < len(bodies) and e.sender.credit:
-            retain = {symbol("x-opt-mqtt-retain"): True} if os.environ.get("WILL_RETAIN") else None
-            e.sender.send(Message(body=bodies[self.sent], annotations=retain))
+            annotations = {}
+            if os.environ.get("WILL_RETAIN"):
+                annotations[symbol("x-opt-mqtt-retain")] = True
+            if os.environ.get("WILL_DELAY"):
+                annotations[symbol("x-opt-mqtt-will-delay")] = int(os.environ["WILL_DELAY"])
+            e.sender.send(Message(body=bodies[self.sent], annotations=annotations or None))
             self.sent += 1
+    def on_rejected(self, e):
+        cond = e.delivery.remote.condition
+        print("rejected %s %s" % (cond.name, cond.description) if cond else "rejected", flush=True)
     def on_accepted(self, e):
         self.acked += 1
         if self.acked == len(bodies):
@@ -68,7 +77,7 @@ class C(MessagingHandler):
         cond = e.link.remote_condition
         print("detached %s" % (cond.name if cond else None), flush=True)
         e.connection.close()
-Container(C()).run()
+Container(C(), container_id=os.environ.get("WILL_CONTAINER")).run()
 '''
 
 
@@ -138,12 +147,17 @@ def close_clients():
         tmg.OPEN.pop().close()
 
 
-def will_client(env, target, bodies, mode, user="alice", password="secret-a", port=None, retain=False):
-    """Start a client that leaves a will on ``target``; (process, its first line)."""
+def will_client(env, target, bodies, mode, user="alice", password="secret-a", port=None, retain=False, delay=None,
+                link=None):
+    """Start a client that leaves a will on ``target`` (``delay``: its will
+    delay, ``link``: (container id, link name)); (process, its first line)."""
+    extra = dict([("WILL_RETAIN", "1")] if retain else [])
+    extra.update([("WILL_DELAY", str(delay))] if delay is not None else [])
+    extra.update([("WILL_CONTAINER", link[0]), ("WILL_LINK", link[1])] if link else [])
     proc = subprocess.Popen([sys.executable, "-c", WILL_CLIENT, "amqps://127.0.0.1:%d" % (port or env["second"]),
                              user, password, env["ca"], target, mode] + list(bodies),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ, WILL_RETAIN="1") if retain else None)
+                            env=dict(os.environ, **extra) if extra else None)
     line = proc.stdout.readline().strip()
     return proc, line
 
@@ -237,6 +251,48 @@ def test_a_retained_will_is_kept_for_the_next_mqtt_subscriber(env):
         got[:] = seen
         return bool(seen)
     assert tmg.wait_for(once, 20) and got == [(b"retained will", True)], got
+
+
+def test_a_delayed_will_waits_its_delay_and_a_client_back_in_time_cancels_it(env):
+    conn, receiver = amqp_receiver(env, "m/a")
+    try:
+        proc, line = will_client(env, "$will/m/a", ["delayed will"], "hold", delay=4, link=("dev-1", "will m/a"))
+        assert line == "registered", line
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        gone = time.time()
+        assert first_body(receiver, 15) == "delayed will"
+        waited = time.time() - gone
+        assert waited >= 3.5, waited  # the delay (4 s) less the time the router took to see the client gone
+        # dev-2 goes away; a link of its name from dev-3, and one of another name from dev-2, are not dev-2's
+        # will link coming back: its will is sent
+        proc, line = will_client(env, "$will/m/a", ["dev-2's will"], "hold", delay=5, link=("dev-2", "will m/a"))
+        assert line == "registered", line
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        for other in (("dev-3", "will m/a"), ("dev-2", "another")):
+            sure, line = will_client(env, "$will/m/a", ["leaving cleanly"], "clean", link=other)
+            assert line == "registered", line
+            sure.wait(10)
+        assert first_body(receiver, 15) == "dev-2's will"
+        # dev-2 goes away and comes back within its delay (a new connection, its container id and link name):
+        # no will
+        proc, line = will_client(env, "$will/m/a", ["not sent"], "hold", delay=6, link=("dev-2", "will m/a"))
+        assert line == "registered", line
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        back, line = will_client(env, "$will/m/a", ["leaving cleanly"], "clean", delay=6, link=("dev-2", "will m/a"))
+        assert line == "registered", line
+        back.wait(10)
+        assert bodies_within(receiver, 8) == []
+        # a delay over the keeper's max_will_delay (86400 s by default) is rejected with the reason
+        proc, line = will_client(env, "$will/m/a", ["too late"], "hold", delay=86401)
+        proc.kill()
+        proc.wait(10)
+        assert line.startswith("rejected amqp:invalid-field") and "max_will_delay" in line, line
+        assert bodies_within(receiver, 2) == []
+    finally:
+        conn.close()
 
 
 def test_a_will_needs_send_on_its_address_and_stays_in_the_space(env):

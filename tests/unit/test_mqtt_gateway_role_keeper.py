@@ -47,6 +47,7 @@ def written(tmp_path, task):
 def test_the_keepers_configuration_has_the_programs_types(tmp_path):
     cfg = json.loads(written(tmp_path, "Write each space's keeper configuration (a change restarts the instance)"))
     assert cfg["max_wills"] == 100000 and cfg["router_tls"] is True  # not "100000", "True"
+    assert cfg["max_will_delay"] == 86400
     assert cfg["routers"] == ["r1:5711", "r2:5811"] and cfg["user"] == "mqtt-gateway"
     assert cfg["password_file"] == str(tmp_path / "etc" / "tenant-a" / "service-password")
     assert cfg["container_id"] == "enmasse-mqtt-will-keeper/tenant-a/localhost"

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from ansible_collections.enmasse.messaging.plugins.lookup import job_bundle
+from ansible_collections.enmasse.messaging.plugins.module_utils.mqtt import mapping
 from ansible_collections.enmasse.messaging.plugins.module_utils.mqtt import will_keeper as wk
 
 GOOD = {"space": "s", "routers": ["r1:5711", "r2:5811"], "user": "mqtt-gateway", "password_file": "/etc/pw",
@@ -29,6 +30,25 @@ def test_only_an_end_with_an_error_sends_the_will():
     assert not wk.publishes(None)  # a clean detach: the client left on purpose
 
 
+@pytest.mark.parametrize("annotations, delay", [
+    (None, 0), ({}, 0), ({"x-opt-mqtt-will-delay": 0}, 0), ({"x-opt-mqtt-will-delay": 30}, 30),
+    ({"x-opt-mqtt-will-delay": 3600}, 3600),
+    ({"x-opt-mqtt-will-delay": 3601}, None), ({"x-opt-mqtt-will-delay": -1}, None),
+    ({"x-opt-mqtt-will-delay": "30"}, None), ({"x-opt-mqtt-will-delay": 1.5}, None),
+    ({"x-opt-mqtt-will-delay": True}, None),
+])
+def test_a_will_delay_is_whole_seconds_up_to_the_maximum(annotations, delay):
+    got, why = wk.will_delay(annotations, 3600)
+    assert got == delay
+    assert (why is None) == (delay is not None)
+    if why:
+        assert "x-opt-mqtt-will-delay" in why and "max_will_delay" in why and "3600" in why
+
+
+def test_the_keeper_reads_the_delay_the_mqtt_mapping_names():
+    assert wk.WILL_DELAY == mapping.ANNOTATION_WILL_DELAY
+
+
 def test_the_configuration_gets_its_defaults_and_a_container_id_of_the_space():
     cfg = wk.check_config(dict(GOOD))
     assert cfg["router_tls"] is True and cfg["max_wills"] == 100000
@@ -44,6 +64,7 @@ def test_the_configuration_gets_its_defaults_and_a_container_id_of_the_space():
     ({"router_tls": "yes"}, ["router_tls", "true or false"]),
     ({"max_wills": 0}, ["max_wills", "at least 1"]),
     ({"max_wills": True}, ["max_wills"]),
+    ({"max_will_delay": -1}, ["max_will_delay", "-1", "at least 0"]),
     ({"log_level": "LOUD"}, ["log_level", "'LOUD'"]),
     ({"colour": "red"}, ["unknown field colour"]),
 ])
@@ -188,7 +209,7 @@ def test_what_is_no_will_link_of_the_space_is_refused_and_stays_refused():
     rcv.open()
     p.run()
     assert remote(rcv) == "closed"
-    assert list(p.keeper.wills.values()) == [["s/a", None]]
+    assert list(p.keeper.wills.values()) == [["s/a", None, 0]]
 
 
 def test_a_client_lost_sends_its_last_will_once_without_its_user_id():
@@ -268,3 +289,71 @@ def test_wills_of_a_lost_connection_are_sent_on_the_next_and_dropped_after_their
     p.now[0] += wk.Keeper.SEND_TIMEOUT + 1
     p.keeper.sweep()
     assert p.keeper.pending == [] and p.keeper.held() == 0
+
+
+def delayed_will(p, link, body, delay):
+    return p.send(link, body, annotations={"x-opt-mqtt-will-delay": delay})
+
+
+def test_a_delayed_will_waits_its_delay_and_goes_out_without_the_annotation():
+    p = Pair()
+    link = p.will_link("s/$will/a", name="dev-1/a")
+    delayed_will(p, link, "late", 30)
+    p.end(link, wk.LOST)
+    assert p.received() == [] and p.keeper.held() == 1
+    p.now[0] += 29
+    p.keeper.sweep()
+    assert p.received() == []
+    p.now[0] += 1
+    p.keeper.due()
+    p.run()
+    got = p.received()
+    assert [(t, m.body) for t, m in got] == [("s/a", "late")]
+    assert wk.WILL_DELAY not in (got[0][1].annotations or {})
+    assert p.keeper.held() == 0
+
+
+def test_a_link_of_the_same_name_back_within_the_delay_cancels_the_will():
+    p = Pair()
+    link, other = p.will_link("s/$will/a", name="dev-1/a"), p.will_link("s/$will/b", name="dev-2/b")
+    delayed_will(p, link, "not needed", 30)
+    delayed_will(p, other, "needed", 30)
+    p.end(link, wk.LOST)
+    p.end(other, wk.LOST)
+    # dev-1 is back (a new connection, the same link name and address); a link named dev-2/b to another
+    # address, and a link of another name to b, cancel nothing
+    back = p.will_link("s/$will/a", name="dev-1/a")
+    p.will_link("s/$will/c", name="dev-2/b")
+    p.will_link("s/$will/b", name="dev-3/b")
+    assert remote(back) == "active"
+    p.now[0] += 31
+    p.keeper.due()
+    p.run()
+    assert [(t, m.body) for t, m in p.received()] == [("s/b", "needed")]
+    # the returned client's link holds its new will as any other: a clean end forgets it
+    p.send(back, "new")
+    p.end(back)
+    assert p.received() == []
+
+
+def test_a_will_with_a_bad_delay_is_rejected_with_the_reason_and_the_last_will_stays():
+    p = Pair(max_will_delay=60)
+    link = p.will_link("s/$will/a")
+    p.send(link, "good")
+    dlv = delayed_will(p, link, "too late", 61)
+    assert dlv.remote_state == dlv.REJECTED
+    assert dlv.remote.condition.name == "amqp:invalid-field" and "max_will_delay" in dlv.remote.condition.description
+    p.end(link, wk.LOST)
+    assert [(t, m.body) for t, m in p.received()] == [("s/a", "good")]
+
+
+def test_delayed_wills_count_against_max_wills():
+    p = Pair(max_wills=1)
+    link = p.will_link("s/$will/a", name="dev-1/a")
+    delayed_will(p, link, "waiting", 30)
+    p.end(link, wk.LOST)
+    refused = p.will_link("s/$will/b")
+    assert remote(refused) == "closed" and refused.remote_condition.name == "amqp:resource-limit-exceeded"
+    # the client whose will waits comes back: its delayed will makes room for its link
+    back = p.will_link("s/$will/a", name="dev-1/a")
+    assert remote(back) == "active" and p.keeper.delayed == {}

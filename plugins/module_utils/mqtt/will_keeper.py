@@ -18,7 +18,13 @@ keeper connected to the space's will listener ``enmasse/S/mqtt-will``
   router says ``qd:routed-link-lost``; the client detached it with an
   error) sends the will to ``S/X`` on its own connection and forgets it;
 * when the client detaches the link cleanly (closed, no error) forgets it:
-  the client left on purpose, as an MQTT DISCONNECT.
+  the client left on purpose, as an MQTT DISCONNECT;
+* a will with the annotation ``x-opt-mqtt-will-delay`` (seconds, at most
+  ``max_will_delay``; MQTT 5's Will Delay Interval) waits that long after
+  its link ended with an error, and a will link of the same name and
+  address attached to this keeper before then cancels it: the client came
+  back (the router names a routed link ``<link name>@<client's container
+  id>``, AMQP's own identity of a link).
 
 A keeper's own end (its process, its router) ends every will link it held
 with an error at the client, which is alive: it attaches again and a
@@ -52,8 +58,12 @@ except ImportError:
 LOG = logging.getLogger("enmasse-mqtt-will-keeper")
 REQUIRED = ("space", "routers", "user", "password_file")
 DEFAULTS = {"router_tls": True, "router_ca_file": "", "router_server_name": "", "container_id": "",
-            "max_wills": 100000, "max_will_size": 65536, "log_level": "INFO"}
+            "max_wills": 100000, "max_will_size": 65536, "max_will_delay": 86400, "log_level": "INFO"}
 LOST = "qd:routed-link-lost"
+# the will delay's annotation: mqtt.mapping.ANNOTATION_WILL_DELAY, which the
+# gateway's MQTT 5 wills carry too (the keeper's bundle holds no mapping.py;
+# tests/unit/test_mqtt_will_keeper.py keeps the two equal)
+WILL_DELAY = "x-opt-mqtt-will-delay"
 
 
 class ConfigError(Exception):
@@ -91,12 +101,12 @@ def check_config(doc):
     if cfg["router_tls"] and not cfg["router_ca_file"]:
         raise ConfigError("router_ca_file: %r is required with router_tls (the CA of the routers' "
                           "certificates)" % (cfg["router_ca_file"],))
-    for key in ("max_wills", "max_will_size"):
+    for key, least in (("max_wills", 1), ("max_will_size", 1), ("max_will_delay", 0)):
         value = cfg[key]
         if isinstance(value, str) and value.isdigit():  # a template rendered it as a string
             value = cfg[key] = int(value)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ConfigError("%s: %r must be a whole number of at least 1" % (key, cfg[key]))
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise ConfigError("%s: %r must be a whole number of at least %d" % (key, cfg[key], least))
     if cfg["log_level"] not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError("log_level: %r must be DEBUG, INFO, WARNING or ERROR" % (cfg["log_level"],))
     if not cfg["container_id"]:
@@ -133,6 +143,18 @@ def publishes(condition_name):
     return condition_name is not None
 
 
+def will_delay(annotations, max_delay):
+    """(seconds, None) a will waits after its client went away, from its
+    message annotations (``x-opt-mqtt-will-delay``; none: 0), or (None, the
+    reason) when the value is not a whole number of seconds from 0 to
+    ``max_delay``."""
+    value = (annotations or {}).get(WILL_DELAY, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= max_delay:
+        return None, "%s: %r must be a whole number of seconds from 0 to %d (max_will_delay)" % (
+            WILL_DELAY, value, max_delay)
+    return int(value), None
+
+
 def read_password(path):
     with open(path) as f:
         return f.read().strip()
@@ -151,12 +173,14 @@ class _Call(object):
 class Keeper(_Handler):
     """The keeper's proton handler: the space's will links, in memory.
 
-    ``wills``: {receiver link: [address, message or None]}, the links clients
-    hold; ``sending``: {sender link: (address, message, deadline, sent)}, wills on
-    their way; ``pending``: [(address, message, deadline)], wills of clients
-    gone while the keeper had no connection, sent once it has one. All three
-    count against ``max_wills``; a will not accepted by its deadline
-    (SEND_TIMEOUT after its client left) is dropped with a log line."""
+    ``wills``: {receiver link: [address, message or None, delay]}, the links
+    clients hold; ``delayed``: {(link name, address): (message, due)}, wills
+    waiting for their delay; ``sending``: {sender link: (address, message,
+    deadline, sent)}, wills on their way; ``pending``: [(address, message,
+    deadline)], wills of clients gone while the keeper had no connection, sent
+    once it has one. All four count against ``max_wills``; a will not
+    accepted by its deadline (SEND_TIMEOUT after it was due) is dropped with a
+    log line."""
 
     SEND_TIMEOUT = 30.0
     SWEEP = 5.0
@@ -168,11 +192,11 @@ class Keeper(_Handler):
         self.cfg = cfg
         self.clock = clock or time.monotonic
         self.container = self.conn = self.session = None
-        self.wills, self.sending, self.pending = {}, {}, []
+        self.wills, self.sending, self.pending, self.delayed = {}, {}, [], {}
         self.tries = self.names = 0
 
     def held(self):
-        return len(self.wills) + len(self.sending) + len(self.pending)
+        return len(self.wills) + len(self.sending) + len(self.pending) + len(self.delayed)
 
     # ------------------------------------------------------------ the connection
 
@@ -246,13 +270,16 @@ class Keeper(_Handler):
                         self.cfg["space"])
             _refuse(link, "amqp:not-allowed", "not a will address of this space")
             return
-        if self.held() >= self.cfg["max_wills"]:
+        back = (link.name, address) in self.delayed  # its delayed will makes room for it
+        if self.held() - back >= self.cfg["max_wills"]:
             LOG.warning("refused the will for %s: %d wills held (max_wills)", address, self.held())
             _refuse(link, "amqp:resource-limit-exceeded", "too many wills")
             return
         link.target.address = link.remote_target.address
         link.open()
-        self.wills[link] = [address, None]
+        self.wills[link] = [address, None, 0]
+        if self.delayed.pop((link.name, address), None) is not None:
+            LOG.info("the delayed will for %s is cancelled: its link %r is back", address, link.name)
 
     def on_delivery(self, event):
         """A will larger than max_will_size ends its link while it arrives
@@ -268,7 +295,14 @@ class Keeper(_Handler):
         if held is None:  # not a will link, or one on_delivery ended for its size
             self.reject(event.delivery)
             return
-        held[1] = event.message
+        delay, why = will_delay(event.message.annotations, self.cfg["max_will_delay"])
+        if why is not None:  # refused with the reason; the will held before stays
+            from proton import Condition
+            LOG.warning("refused a will for %s: %s", held[0], why)
+            event.delivery.local.condition = Condition("amqp:invalid-field", why)
+            self.reject(event.delivery)
+            return
+        held[1], held[2] = event.message, delay
         self.accept(event.delivery)
 
     def on_link_remote_close(self, event):
@@ -289,8 +323,16 @@ class Keeper(_Handler):
         held = self.wills.pop(link, None)
         cond = link.remote_condition
         if held is not None and held[1] is not None and publishes(cond.name if cond else None):
-            LOG.info("client gone (%s): sending its will to %s", cond.name, held[0])
-            self.publish(held[0], held[1], self.clock() + self.SEND_TIMEOUT)
+            address, message, delay = held
+            if delay:
+                LOG.info("client gone (%s): its will to %s waits %d s for link %r", cond.name, address, delay,
+                         link.name)
+                self.delayed[(link.name, address)] = (message, self.clock() + delay)
+                if self.container is not None:
+                    self.container.schedule(delay, _Call(self.due))
+            else:
+                LOG.info("client gone (%s): sending its will to %s", cond.name, address)
+                self.publish(address, message, self.clock() + self.SEND_TIMEOUT)
         sent = self.sending.pop(link, None)
         if sent is not None:
             LOG.warning("the will for %s is lost: the router ended its link (%s)", sent[0], cond)
@@ -311,6 +353,8 @@ class Keeper(_Handler):
             self.session.open()
         message.address = None
         message.user_id = b""  # blank: the router would refuse the client's user id on the keeper's connection
+        if message.annotations and WILL_DELAY in message.annotations:  # waited for here: no one's business after
+            message.annotations = dict((k, v) for k, v in message.annotations.items() if k != WILL_DELAY)
         self.names += 1
         sender = self.session.sender("will-%d" % self.names)
         sender.target.address = address
@@ -332,9 +376,20 @@ class Keeper(_Handler):
             LOG.log(level, "will for %s: %s", held[0], state)
             link.close()  # freed in ended(), when the router answers the detach
 
+    def due(self):
+        """Send the delayed wills whose delay has passed (nobody cancelled them)."""
+        now = self.clock()
+        for key, (message, due) in sorted(self.delayed.items(), key=lambda kv: kv[1][1]):
+            if due <= now:
+                del self.delayed[key]
+                LOG.info("the delay of the will for %s has passed: sending it", key[1])
+                self.publish(key[1], message, now + self.SEND_TIMEOUT)
+
     def sweep(self):
-        """Drop the wills not accepted by their deadline (an address nobody
-        gives credit for), then again in SWEEP seconds."""
+        """Send the delayed wills that are due (their own timers first), drop
+        the wills not accepted by their deadline (an address nobody gives
+        credit for), then again in SWEEP seconds."""
+        self.due()
         now = self.clock()
         for link, (address, unused, deadline, unused_sent) in list(self.sending.items()):
             if deadline < now:
