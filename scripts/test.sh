@@ -69,7 +69,7 @@ fi
 # an environment built before that names another checkout's .venv/bin/python,
 # gone with that checkout: point such scripts at the environment itself
 for f in "$venv"/bin/*; do
-  [ -f "$f" ] && [ ! -L "$f" ] || continue
+  if [ ! -f "$f" ] || [ -L "$f" ]; then continue; fi
   first="$(head -n 1 "$f" 2>/dev/null | tr -d '\0')"
   case "$first" in
     "#!$venv/bin/python"*) ;;
