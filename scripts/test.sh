@@ -53,15 +53,29 @@ if [ ! -e .venv ] && [ -z "${ENMASSE_NO_VENV_CACHE:-}" ]; then
   fi
   ln -s "$cached" .venv
 fi
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv "$(readlink -f .venv 2>/dev/null || echo .venv)"
+venv="$(readlink -f .venv 2>/dev/null || echo "$PWD/.venv")"
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
 fi
 stamp=.venv/.requirements-test.sha256
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -r requirements-test.txt
+  # through the real path: pip writes the interpreter it runs as into the
+  # scripts' first line, and a shared environment must not name the
+  # checkout (its .venv link) that happened to build it
+  "$venv/bin/python" -m pip install -q --upgrade pip
+  "$venv/bin/python" -m pip install -q -r requirements-test.txt
   echo "$want" > "$stamp"
 fi
+# an environment built before that names another checkout's .venv/bin/python,
+# gone with that checkout: point such scripts at the environment itself
+for f in "$venv"/bin/*; do
+  if [ ! -f "$f" ] || [ -L "$f" ]; then continue; fi
+  first="$(head -n 1 "$f" 2>/dev/null | tr -d '\0')"
+  case "$first" in
+    "#!$venv/bin/python"*) ;;
+    "#!"*/.venv/bin/python*) sed -i "1s|^#!.*/\.venv/bin/python|#!$venv/bin/python|" "$f" ;;
+  esac
+done
 exec 8>&-
 PATH="$(pwd)/.venv/bin:$PATH"
 export PATH
