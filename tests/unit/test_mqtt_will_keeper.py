@@ -357,3 +357,21 @@ def test_delayed_wills_count_against_max_wills():
     # the client whose will waits comes back: its delayed will makes room for its link
     back = p.will_link("s/$will/a", name="dev-1/a")
     assert remote(back) == "active" and p.keeper.delayed == {}
+
+
+def test_a_client_that_comes_and_goes_cannot_grow_the_keeper():
+    """Attach, leave a will with a long delay, go away, come back (which
+    cancels it), over and over: what the keeper holds stays bounded."""
+    p = Pair(max_wills=10)
+    for i in range(300):
+        link = p.will_link("s/$will/a", name="dev-1/a")
+        assert remote(link) == "active", i
+        delayed_will(p, link, "will %d" % i, 86400)
+        p.end(link, wk.LOST)
+    assert len(p.keeper.delayed) == 1 and p.keeper.held() == 1
+    assert len(p.keeper.due_heap) <= 2 * len(p.keeper.delayed) + 64, len(p.keeper.due_heap)
+    p.now[0] += 86401
+    p.keeper.due()
+    p.run()
+    assert [(t, m.body) for t, m in p.received()] == [("s/a", "will 299")]  # the last one, once
+    assert p.keeper.held() == 0

@@ -26,8 +26,18 @@ CASES = [
     ("/o*", "/orders", "orders", True),
     ("//h/o*", "//h/_local/$management", "_local/$management", False),
     # a rule that itself holds ':/' (or starts with '/') is a wildcard in routed form: "a:/*" admits every
-    # routed name, as it says; the collection writes no such rule (model/names.py, model/users.py)
-    ("a:/*", "a:/_local/$management", "_local/$management", True),
+    # routed name but those the router gives no tenant prefix; the collection writes no such rule
+    # (model/names.py, model/users.py)
+    ("a:/*", "a:/_local/$management", "_local/$management", False),
+    ("/*", "/_topo/0/R/$management", "_topo/0/R/$management", False),
+    ("a:/*", "a:/orders", "orders", True),
+    # the router drops one trailing '.' or '/' before it looks a name up: "orders/" is "orders"
+    ("orders/*", "orders/", "orders/", False),
+    ("p.*", "p.", "p.", False),
+    ("orders/*", "orders/x/", "orders/x/", True),
+    ("a*", "a:/orders/", "orders/", False),
+    ("decl-q", "decl-q", "decl-q", True),
+    ("$will/orders/*", "$will/orders/", "$will/orders/", False),
     ("orders/*", "orders/x:/orders/y", "orders/y", True),
     ("x*", "x:/decl-q", "decl-q", False),
     ("amqp:/_topo/0/R/temp.*", "amqp:/_topo/0/R/temp.x", "_topo/0/R/temp.x", True),

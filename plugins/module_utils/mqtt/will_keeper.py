@@ -39,6 +39,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import heapq
 import json
 import logging
 import os
@@ -174,8 +175,10 @@ class Keeper(_Handler):
     """The keeper's proton handler: the space's will links, in memory.
 
     ``wills``: {receiver link: [address, message or None, delay]}, the links
-    clients hold; ``delayed``: {(link name, address): (message, due)}, wills
-    waiting for their delay; ``sending``: {sender link: (address, message,
+    clients hold; ``delayed``: {(link name, address): (message, due, seq)},
+    wills waiting for their delay, and ``due_heap`` [(due, seq, key)] their
+    order (entries of cancelled or replaced wills are skipped, and dropped
+    when they outnumber the waiting wills; one timer ticks every TICK s); ``sending``: {sender link: (address, message,
     deadline, sent)}, wills on their way; ``pending``: [(address, message,
     deadline)], wills of clients gone while the keeper had no connection, sent
     once it has one. All four count against ``max_wills``; a will not
@@ -184,6 +187,7 @@ class Keeper(_Handler):
 
     SEND_TIMEOUT = 30.0
     SWEEP = 5.0
+    TICK = 1.0
     HEARTBEAT = 10
 
     def __init__(self, cfg, clock=None):
@@ -193,7 +197,8 @@ class Keeper(_Handler):
         self.clock = clock or time.monotonic
         self.container = self.conn = self.session = None
         self.wills, self.sending, self.pending, self.delayed = {}, {}, [], {}
-        self.tries = self.names = 0
+        self.due_heap = []
+        self.tries = self.names = self.seq = 0
 
     def held(self):
         return len(self.wills) + len(self.sending) + len(self.pending) + len(self.delayed)
@@ -205,6 +210,7 @@ class Keeper(_Handler):
         self.container.container_id = self.cfg["container_id"]
         self.connect()
         self.container.schedule(self.SWEEP, _Call(self.sweep))
+        self.container.schedule(self.TICK, _Call(self.tick))
 
     def connect(self):
         """A fresh connection to the next router of the list (never proton's
@@ -280,6 +286,7 @@ class Keeper(_Handler):
         self.wills[link] = [address, None, 0]
         if self.delayed.pop((link.name, address), None) is not None:
             LOG.info("the delayed will for %s is cancelled: its link %r is back", address, link.name)
+            self.compact()
 
     def on_delivery(self, event):
         """A will larger than max_will_size ends its link while it arrives
@@ -327,9 +334,7 @@ class Keeper(_Handler):
             if delay:
                 LOG.info("client gone (%s): its will to %s waits %d s for link %r", cond.name, address, delay,
                          link.name)
-                self.delayed[(link.name, address)] = (message, self.clock() + delay)
-                if self.container is not None:
-                    self.container.schedule(delay, _Call(self.due))
+                self.wait(link.name, address, message, self.clock() + delay)
             else:
                 LOG.info("client gone (%s): sending its will to %s", cond.name, address)
                 self.publish(address, message, self.clock() + self.SEND_TIMEOUT)
@@ -376,17 +381,43 @@ class Keeper(_Handler):
             LOG.log(level, "will for %s: %s", held[0], state)
             link.close()  # freed in ended(), when the router answers the detach
 
+    def wait(self, name, address, message, due):
+        """A will waits until ``due`` (a later will of the same link replaces it)."""
+        key = (name, address)
+        if key in self.delayed:
+            LOG.warning("the waiting will for %s of link %r is replaced by a newer one", address, name)
+        self.seq += 1
+        self.delayed[key] = (message, due, self.seq)
+        heapq.heappush(self.due_heap, (due, self.seq, key))
+        self.compact()
+
+    def compact(self):
+        """Drop the heap entries of cancelled and replaced wills once they
+        outnumber the waiting ones: the heap stays within twice max_wills."""
+        if len(self.due_heap) > 2 * len(self.delayed) + 64:
+            self.due_heap = [(due, seq, key) for key, (unused, due, seq) in self.delayed.items()]
+            heapq.heapify(self.due_heap)
+
     def due(self):
         """Send the delayed wills whose delay has passed (nobody cancelled them)."""
         now = self.clock()
-        for key, (message, due) in sorted(self.delayed.items(), key=lambda kv: kv[1][1]):
-            if due <= now:
-                del self.delayed[key]
-                LOG.info("the delay of the will for %s has passed: sending it", key[1])
-                self.publish(key[1], message, now + self.SEND_TIMEOUT)
+        while self.due_heap and self.due_heap[0][0] <= now:
+            unused, seq, key = heapq.heappop(self.due_heap)
+            held = self.delayed.get(key)
+            if held is None or held[2] != seq:  # cancelled, or replaced by a newer will
+                continue
+            del self.delayed[key]
+            LOG.info("the delay of the will for %s has passed: sending it", key[1])
+            self.publish(key[1], held[0], now + self.SEND_TIMEOUT)
+
+    def tick(self):
+        """The delayed wills that are due, every TICK seconds (one timer for all)."""
+        self.due()
+        if self.container is not None:
+            self.container.schedule(self.TICK, _Call(self.tick))
 
     def sweep(self):
-        """Send the delayed wills that are due (their own timers first), drop
+        """Send the delayed wills that are due (tick() does it first), drop
         the wills not accepted by their deadline (an address nobody gives
         credit for), then again in SWEEP seconds."""
         self.due()

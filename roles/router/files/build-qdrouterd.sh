@@ -21,8 +21,9 @@
 #   does not apply stops the build. Today: qdrouterd-1.19.0-ssl-domain-cache
 #   (one TLS domain per listener instead of one per connection),
 #   qdrouterd-1.19.0-policy-routed-form (the policy checks the form the router
-#   routes too) and qdrouterd-1.19.0-policy-dynamic-address (and the address
-#   of a dynamic terminus); see docs/router-role.md.
+#   routes too), qdrouterd-1.19.0-policy-dynamic-address (and the address
+#   of a dynamic terminus) and qdrouterd-1.19.0-discriminator-getrandom (the
+#   names it makes up from the kernel's random bytes); see docs/router-role.md.
 # - PREFIX is replaced as a whole; the previous tree is put back when the
 #   install fails.
 # - Writes PREFIX/share/enmasse-messaging/pythonpath: the PYTHONPATH the
