@@ -302,7 +302,7 @@ def test_a_delayed_will_waits_its_delay_and_goes_out_without_the_annotation():
     p.end(link, wk.LOST)
     assert p.received() == [] and p.keeper.held() == 1
     p.now[0] += 29
-    p.keeper.sweep()
+    p.keeper.due()
     assert p.received() == []
     p.now[0] += 1
     p.keeper.due()

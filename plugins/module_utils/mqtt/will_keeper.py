@@ -178,8 +178,9 @@ class Keeper(_Handler):
     clients hold; ``delayed``: {(link name, address): (message, due, seq)},
     wills waiting for their delay, and ``due_heap`` [(due, seq, key)] their
     order (entries of cancelled or replaced wills are skipped, and dropped
-    when they outnumber the waiting wills; one timer ticks every TICK s); ``sending``: {sender link: (address, message,
-    deadline, sent)}, wills on their way; ``pending``: [(address, message,
+    when they outnumber the waiting wills; one timer ticks every TICK s);
+    ``sending``: {sender link: (address, message, deadline, sent)}, wills on
+    their way; ``pending``: [(address, message,
     deadline)], wills of clients gone while the keeper had no connection, sent
     once it has one. All four count against ``max_wills``; a will not
     accepted by its deadline (SEND_TIMEOUT after it was due) is dropped with a
@@ -417,10 +418,8 @@ class Keeper(_Handler):
             self.container.schedule(self.TICK, _Call(self.tick))
 
     def sweep(self):
-        """Send the delayed wills that are due (tick() does it first), drop
-        the wills not accepted by their deadline (an address nobody gives
-        credit for), then again in SWEEP seconds."""
-        self.due()
+        """Drop the wills not accepted by their deadline (an address nobody
+        gives credit for), then again in SWEEP seconds."""
         now = self.clock()
         for link, (address, unused, deadline, unused_sent) in list(self.sending.items()):
             if deadline < now:
