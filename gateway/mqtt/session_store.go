@@ -118,19 +118,21 @@ func (r *sessionRecord) expired(now int64, hb map[string]int64, noticed int64) b
 // PutSession writes the client id's record (nil: a tombstone) and returns
 // once the broker accepted it.
 func (s *RetainStore) PutSession(id string, r *sessionRecord) error {
-	return s.putRecord(id, r, false)
+	return s.putRecord(id, r, nil)
 }
 
-// putRecord is PutSession; takeover adds the application property
-// mqtt_takeover = true (a write at a restore, takeover.go).
-func (s *RetainStore) putRecord(id string, r *sessionRecord, takeover bool) error {
+// putRecord is PutSession with more application properties: mqtt_takeover
+// (a write at a restore, or a clean start's tombstone) or mqtt_new (the
+// first write of a session's record), which the other instances' takeover
+// watchers receive (takeover.go).
+func (s *RetainStore) putRecord(id string, r *sessionRecord, extra map[string]any) error {
 	var body []byte
 	if r != nil {
 		body = encodeRecord(r)
 	}
 	props := map[string]any{RetainKey: sessionKeyPrefix + id}
-	if takeover {
-		props[takeoverKey] = true
+	for k, v := range extra {
+		props[k] = v
 	}
 	return s.putMessage(body, props)
 }
@@ -213,9 +215,16 @@ func (b *Bridge) writeSession(cl *mqtt.Client, l *link, disconnected int64, take
 	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	l.stored.Store(true) // before the write: a failed one may have reached the broker
-	b.records.Store(cl.ID, struct{}{})
-	if err := b.Store.putRecord(cl.ID, b.recordOf(cl, l, disconnected), takeover); err != nil {
+	first := !l.stored.Swap(true) // before the write: a failed one may have reached the broker
+	b.know(cl.ID, l.epoch)
+	var extra map[string]any
+	switch {
+	case takeover:
+		extra = map[string]any{takeoverKey: true}
+	case first:
+		extra = map[string]any{newKey: true} // the other instances index the id (takeover.go)
+	}
+	if err := b.Store.putRecord(cl.ID, b.recordOf(cl, l, disconnected), extra); err != nil {
 		b.Log.Info("session record not written", "client", cl.ID, "error", err)
 	}
 }
@@ -240,6 +249,39 @@ func (b *Bridge) dropSession(id string) {
 		return
 	}
 	b.records.Delete(id)
+}
+
+// cleanStart writes the tombstone of the record of an id a CONNECT with
+// clean start 1 gets a new session of, as dropSession does, flagged as a
+// takeover and naming this instance and the new session's epoch (above the
+// highest this instance knows of the id): an instance that holds the id's
+// session, its client connected or not, lets it go (takeover.go), as a
+// clean start within one instance ends the session and disconnects its
+// client (0x8E).
+func (b *Bridge) cleanStart(id string, epoch uint64) {
+	if b.Store == nil {
+		return
+	}
+	extra := map[string]any{takeoverKey: true, ownerKey: b.instance, epochKey: int64(epoch)}
+	if err := b.Store.putRecord(id, nil, extra); err != nil {
+		b.Log.Info("session record not removed", "client", id, "error", err)
+		return
+	}
+	b.records.Delete(id)
+}
+
+// know indexes the client id as having a record of epoch; the highest
+// epoch known stays (a clean start writes one above it).
+func (b *Bridge) know(id string, epoch uint64) {
+	for {
+		v, loaded := b.records.LoadOrStore(id, epoch)
+		if !loaded {
+			return
+		}
+		if have, _ := v.(uint64); have >= epoch || b.records.CompareAndSwap(id, v, epoch) {
+			return
+		}
+	}
 }
 
 // storedSession: at a CONNECT with clean start 0 whose id has no session in
@@ -316,16 +358,18 @@ func (b *Bridge) openStored(cl *mqtt.Client, clean bool, fresh *link, cs *connSt
 	if err != nil {
 		return nil, false, takeover{}, err
 	}
+	// the epoch before the link is in b.sessions: the takeover watcher reads it there (takeover.go)
 	if r != nil {
-		// the epoch before the link is in b.sessions: the takeover watcher reads it there (takeover.go)
 		fresh.epoch = r.Epoch + 1
+	} else if v, known := b.records.Load(cl.ID); clean && known {
+		fresh.epoch = v.(uint64) + 1 // above the session another instance may hold
 	}
 	l, resumed, t, err := b.openSession(cl, clean, fresh, cs)
 	if err != nil || resumed {
 		return l, resumed, t, err
 	}
 	if _, known := b.records.Load(cl.ID); clean && known {
-		b.dropSession(cl.ID)
+		b.cleanStart(cl.ID, l.epoch)
 	}
 	if r == nil {
 		return l, false, t, nil

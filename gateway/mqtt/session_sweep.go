@@ -144,7 +144,7 @@ func (b *Bridge) sweep(now int64) bool {
 	b.mu.Unlock()
 	plan := planSweep(all, now, b.instance, held, b.noticed)
 	for _, id := range plan.live {
-		b.records.Store(id, struct{}{})
+		b.know(id, plan.epochs[id])
 	}
 	for _, id := range plan.expired {
 		b.Log.Info("session record expired: removed", "client", id)
@@ -162,9 +162,10 @@ func (b *Bridge) sweep(now int64) bool {
 
 // sweepPlan is what a sweep does.
 type sweepPlan struct {
-	live          []string // client ids with a live record
-	expired       []string // client ids whose record is to be removed (at most sweepBatch)
-	deadInstances []string // heartbeats to remove
+	live          []string          // client ids with a live record
+	epochs        map[string]uint64 // their records' epochs
+	expired       []string          // client ids whose record is to be removed (at most sweepBatch)
+	deadInstances []string          // heartbeats to remove
 }
 
 // planSweep decides a sweep on the queue's messages at now: held are the
@@ -180,7 +181,7 @@ func planSweep(all []Retained, now int64, self string, held map[string]bool, not
 			last[id] = m.Payload
 		}
 	}
-	var p sweepPlan
+	p := sweepPlan{epochs: map[string]uint64{}}
 	named := map[string]bool{}
 	for id, body := range last {
 		r, err := decodeRecord(body)
@@ -197,6 +198,7 @@ func planSweep(all []Retained, now int64, self string, held map[string]bool, not
 			continue
 		}
 		p.live = append(p.live, id)
+		p.epochs[id] = r.Epoch
 		if r.Disconnected == 0 {
 			named[r.Owner] = true
 		}

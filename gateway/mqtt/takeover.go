@@ -18,10 +18,17 @@
 // takeover by A wrote a record with a higher epoch, and the queue keeps
 // the last value per client id. No message is written for this but the
 // record B writes anyway; each instance holds one more AMQP connection.
+//
+// A CONNECT with clean start 1 to B of an id with a record (B's index of
+// ids, which this watcher keeps with the first write of each session's
+// record, flagged mqtt_new) writes the record's tombstone flagged as a
+// takeover, naming B and the new session's epoch (above the highest B
+// knows) in application properties: A lets its session go the same way.
 package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -32,9 +39,17 @@ import (
 )
 
 const (
-	// takeoverKey: the application property of a record written at a restore.
-	takeoverKey      = "mqtt_takeover"
-	takeoverSelector = takeoverKey + " = TRUE"
+	// takeoverKey: the application property of a record written at a restore
+	// and of a clean start's tombstone (with ownerKey and epochKey: a
+	// tombstone has no body to name them).
+	takeoverKey = "mqtt_takeover"
+	ownerKey    = "mqtt_owner"
+	epochKey    = "mqtt_epoch"
+	// newKey: the first write of a session's record; the other instances
+	// index the id (a clean start of it there removes the record and takes
+	// the session) and let nothing go.
+	newKey           = "mqtt_new"
+	takeoverSelector = takeoverKey + " = TRUE OR " + newKey + " = TRUE"
 	takeoverRetry    = 2 * time.Second // after the watcher's connection or link was lost
 	takeoverCredit   = 100
 )
@@ -75,7 +90,7 @@ func (b *Bridge) watch() error {
 	}
 	seen := map[string]string{}
 	for _, m := range before {
-		seen[m.Topic] = string(m.Payload)
+		seen[m.Topic] = signature(m.Payload, m.props)
 	}
 	r, err := sess.NewReceiver(ctx, b.Store.Address, &amqp.ReceiverOptions{Credit: takeoverCredit,
 		Filters: []amqp.LinkFilter{amqp.NewSelectorFilter(takeoverSelector)}})
@@ -91,16 +106,50 @@ func (b *Bridge) watch() error {
 		_ = r.AcceptMessage(context.Background(), m) // non-destructive: the broker keeps it
 		key, _ := m.ApplicationProperties[RetainKey].(string)
 		body := payload(m)
-		if old, ok := seen[key]; ok && old == string(body) {
+		if old, ok := seen[key]; ok && old == signature(body, m.ApplicationProperties) {
 			delete(seen, key)
 			continue
 		}
 		if id, ok := strings.CutPrefix(key, sessionKeyPrefix); ok {
-			rec, err := decodeRecord(body)
-			if err == nil && rec != nil {
-				b.letGo(id, rec)
-			}
+			b.noteRecord(id, body, m.ApplicationProperties)
 		}
+	}
+}
+
+// signature tells the watcher's messages apart: the body, and for a clean
+// start's tombstone (no body) the instance and epoch it names.
+func signature(body []byte, props map[string]any) string {
+	if len(body) > 0 {
+		return string(body)
+	}
+	owner, _ := props[ownerKey].(string)
+	epoch, _ := props[epochKey].(int64)
+	return fmt.Sprintf("\x00%s\x00%d", owner, epoch)
+}
+
+// noteRecord acts on a record write the watcher got (body: the record, or
+// empty for a clean start's tombstone): another instance's record is
+// indexed, its tombstone unindexed; a takeover lets this instance's
+// session of the id go when it is the older one (letGo).
+func (b *Bridge) noteRecord(id string, body []byte, props map[string]any) {
+	taking, _ := props[takeoverKey].(bool)
+	if len(body) == 0 {
+		owner, _ := props[ownerKey].(string)
+		epoch, _ := props[epochKey].(int64)
+		if !taking || owner == "" || epoch < 0 || owner == b.instance {
+			return
+		}
+		b.records.Delete(id)
+		b.letGo(id, &sessionRecord{Owner: owner, Epoch: uint64(epoch)})
+		return
+	}
+	rec, err := decodeRecord(body)
+	if err != nil || rec == nil || rec.Owner == b.instance {
+		return
+	}
+	b.know(id, rec.Epoch)
+	if taking {
+		b.letGo(id, rec)
 	}
 }
 
@@ -119,7 +168,6 @@ func (b *Bridge) letGo(id string, rec *sessionRecord) {
 	holder, epoch := l.holder, l.epoch
 	l.movedAway.Store(true) // a will of the holder's end is not scheduled (goneWithWill)
 	b.mu.Unlock()
-	b.records.Delete(id)
 	b.delayed.cancel(id, l.user) // a delayed will of an earlier end: the client is back, elsewhere
 	connected := holder != nil && !holder.Closed()
 	b.Log.Info("session taken over by another instance", "client", id, "user", l.user, "epoch", epoch,
