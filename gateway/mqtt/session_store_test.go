@@ -246,7 +246,7 @@ func BenchmarkSessionLookup(b *testing.B) {
 	id := func(i int) string { return fmt.Sprintf("bench-%05d", (i*7919)%benchRecords) }
 	b.Run("keyed", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if r, _, err := s.Session(id(i)); err != nil || r == nil {
+			if r, _, _, err := s.Session(id(i)); err != nil || r == nil {
 				b.Fatalf("%s: %v, %v", id(i), r, err)
 			}
 		}
@@ -302,9 +302,13 @@ func fillRecords(b *testing.B, s *RetainStore) {
 // A sweep indexes each live record with its epoch (a clean start of the id
 // on this instance writes a tombstone above it).
 func TestSweepIndexesTheEpochs(t *testing.T) {
-	p := planSweep([]Retained{rec("moved", &sessionRecord{User: "u", Expiry: 60, Disconnected: 100, Epoch: 5}),
-		rec("new", &sessionRecord{User: "u", Expiry: 60, Disconnected: 100})}, 110, "self", nil, map[string]int64{})
+	p := planSweep([]Retained{rec("moved", &sessionRecord{User: "u", Expiry: 60, Disconnected: 100, Epoch: 5,
+		Owner: "other"}), rec("new", &sessionRecord{User: "u", Expiry: 60, Disconnected: 100, Owner: "self"})},
+		110, "self", nil, map[string]int64{})
 	if p.epochs["moved"] != 5 || p.epochs["new"] != 0 || len(p.live) != 2 {
 		t.Fatalf("epochs %v, live %v", p.epochs, p.live)
+	}
+	if p.owners["moved"] != "other" || p.owners["new"] != "" {
+		t.Fatalf("owners %v (this instance's own records name none)", p.owners)
 	}
 }

@@ -9,7 +9,7 @@
 // The record is the one truth: B's write of the record at the restore
 // (the new epoch, B as its owner) carries the application property
 // mqtt_takeover = true. Every instance keeps one receiver on the retained
-// queue with the selector "mqtt_takeover = TRUE" (non-destructive: it gets
+// queue with the selector takeoverSelector (non-destructive: it gets
 // each such write as it is made; the records already there at its attach
 // are read first and not acted on). An instance holding the client id,
 // not the record's owner, lets the session go when the record's epoch is
@@ -18,6 +18,8 @@
 // takeover by A wrote a record with a higher epoch, and the queue keeps
 // the last value per client id. No message is written for this but the
 // record B writes anyway; each instance holds one more AMQP connection.
+// The watcher also gets the first write of each session's record (flagged
+// mqtt_new), to index the id (below); it lets nothing go for those.
 //
 // A CONNECT with clean start 1 to B of an id with a record (B's index of
 // ids, which this watcher keeps with the first write of each session's
@@ -70,7 +72,8 @@ func (b *Bridge) watchTakeovers() {
 }
 
 // watch dials the service routers, attaches the receiver and hands every
-// record it gets to letGo, until the link or the connection fails.
+// record write it gets to noteRecord, until the link or the connection
+// fails. The records already there are indexed, not acted on.
 func (b *Bridge) watch() error {
 	ctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
 	conn, sess, err := b.Store.dial(ctx, "mqtt-gateway-takeover")
@@ -91,6 +94,9 @@ func (b *Bridge) watch() error {
 	seen := map[string]string{}
 	for _, m := range before {
 		seen[m.Topic] = signature(m.Payload, m.props)
+		if id, ok := strings.CutPrefix(m.Topic, sessionKeyPrefix); ok {
+			b.index(id, m.Payload)
+		}
 	}
 	r, err := sess.NewReceiver(ctx, b.Store.Address, &amqp.ReceiverOptions{Credit: takeoverCredit,
 		Filters: []amqp.LinkFilter{amqp.NewSelectorFilter(takeoverSelector)}})
@@ -98,6 +104,7 @@ func (b *Bridge) watch() error {
 	if err != nil {
 		return err
 	}
+	b.Log.Info("session takeovers: watching", "records", len(before))
 	for {
 		m, err := r.Receive(context.Background(), nil)
 		if err != nil {
@@ -123,8 +130,26 @@ func signature(body []byte, props map[string]any) string {
 		return string(body)
 	}
 	owner, _ := props[ownerKey].(string)
-	epoch, _ := props[epochKey].(int64)
+	epoch, _ := epochProp(props)
 	return fmt.Sprintf("\x00%s\x00%d", owner, epoch)
+}
+
+// epochProp: the epoch a clean start's tombstone names (an AMQP long as
+// written; another integer type as a broker may give it back).
+func epochProp(props map[string]any) (uint64, bool) {
+	switch v := props[epochKey].(type) {
+	case int64:
+		return uint64(v), v >= 0
+	case int32:
+		return uint64(v), v >= 0
+	case int:
+		return uint64(v), v >= 0
+	case uint64:
+		return v, true
+	case uint32:
+		return uint64(v), true
+	}
+	return 0, false
 }
 
 // noteRecord acts on a record write the watcher got (body: the record, or
@@ -135,26 +160,34 @@ func (b *Bridge) noteRecord(id string, body []byte, props map[string]any) {
 	taking, _ := props[takeoverKey].(bool)
 	if len(body) == 0 {
 		owner, _ := props[ownerKey].(string)
-		epoch, _ := props[epochKey].(int64)
-		if !taking || owner == "" || epoch < 0 || owner == b.instance {
+		epoch, ok := epochProp(props)
+		if !taking || owner == "" || !ok || owner == b.instance {
 			return
 		}
 		b.records.Delete(id)
-		b.letGo(id, &sessionRecord{Owner: owner, Epoch: uint64(epoch)})
+		b.letGo(id, &sessionRecord{Owner: owner, Epoch: epoch})
 		return
 	}
-	rec, err := decodeRecord(body)
-	if err != nil || rec == nil || rec.Owner == b.instance {
-		return
-	}
-	b.know(id, rec.Epoch)
-	if taking {
+	if rec := b.index(id, body); rec != nil && taking {
 		b.letGo(id, rec)
 	}
 }
 
+// index puts another instance's record (body) in the index of ids, with
+// its epoch and owner; nil for this instance's own, a tombstone or a bad
+// record.
+func (b *Bridge) index(id string, body []byte) *sessionRecord {
+	rec, err := decodeRecord(body)
+	if err != nil || rec == nil || rec.Owner == "" || rec.Owner == b.instance {
+		return nil
+	}
+	b.know(id, rec.Epoch, rec.Owner)
+	return rec
+}
+
 // letGo ends this instance's hold on the client id's session when rec (a
-// record written at a restore) is another instance's, of a later epoch.
+// record written at a restore, or what a clean start's tombstone names) is
+// another instance's, of a later epoch.
 // The session leaves b.sessions first: the holder's OnDisconnect then
 // neither writes the record (the new owner's now) nor removes it.
 func (b *Bridge) letGo(id string, rec *sessionRecord) {

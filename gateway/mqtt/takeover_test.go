@@ -33,11 +33,8 @@ func TestOnlyAnotherOwnersLaterRecordTakesTheSession(t *testing.T) {
 func TestTheWatcherKeepsTheIndexOfRecordsAndEpochs(t *testing.T) {
 	b := &Bridge{instance: "a"}
 	epochOf := func(id string) (uint64, bool) {
-		v, ok := b.records.Load(id)
-		if !ok {
-			return 0, false
-		}
-		return v.(uint64), true
+		e, ok := b.lookup(id)
+		return e.epoch, ok
 	}
 	b.noteRecord("dev", encodeRecord(&sessionRecord{User: "u", Owner: "b", Epoch: 2}), map[string]any{newKey: true})
 	if e, ok := epochOf("dev"); !ok || e != 2 {
@@ -50,6 +47,13 @@ func TestTheWatcherKeepsTheIndexOfRecordsAndEpochs(t *testing.T) {
 	b.noteRecord("own", encodeRecord(&sessionRecord{User: "u", Owner: "a", Epoch: 7}), map[string]any{newKey: true})
 	if _, ok := epochOf("own"); ok {
 		t.Fatal("this instance's own write was indexed by the watcher")
+	}
+	if e, _ := b.lookup("dev"); e.owner != "b" {
+		t.Fatalf("the index names %q as the writer, want b", e.owner)
+	}
+	b.know("dev", 2, "") // a sweep's read of the same record
+	if e, _ := b.lookup("dev"); e.owner != "b" {
+		t.Fatalf("a sweep's read replaced the writer the watcher saw: %q", e.owner)
 	}
 	b.noteRecord("dev", nil, map[string]any{takeoverKey: true})
 	if _, ok := epochOf("dev"); !ok {
@@ -87,5 +91,20 @@ func TestACleanStartElsewhereTakesTheSession(t *testing.T) {
 	}
 	if !takenFrom("a", 0, &sessionRecord{Owner: "b", Epoch: 1}) {
 		t.Fatal("a clean start elsewhere of a session never restored did not take it")
+	}
+}
+
+// The epoch of a clean start's tombstone is read whatever integer type the
+// broker gives it back as; anything else is no epoch.
+func TestEpochPropertyTypes(t *testing.T) {
+	for _, v := range []any{int64(7), int32(7), 7, uint64(7), uint32(7)} {
+		if e, ok := epochProp(map[string]any{epochKey: v}); !ok || e != 7 {
+			t.Errorf("%T: %d %v", v, e, ok)
+		}
+	}
+	for _, v := range []any{int64(-1), "7", nil, 7.0} {
+		if _, ok := epochProp(map[string]any{epochKey: v}); ok {
+			t.Errorf("%T %v taken as an epoch", v, v)
+		}
 	}
 }

@@ -289,10 +289,12 @@ def test_a_clean_start_on_another_instance_ends_the_session_the_first_one_holds(
     config = gateway_config(env["std"], str(root), env["status"], 1, env["service_password"])
     gw2 = Gateway(tmg.gateway_binary(), str(root), "gw-sessions-2", config).start()
     try:
+        # the second's takeover watcher is attached: it indexes the record the first writes next
+        assert tmg.wait_for(lambda: logged(gw2, "session takeovers: watching"), 15)
         first = Session(genv, cid("clean-elsewhere-%d" % expiry)).connect()
         assert first.subscribe("q1") == [1] and not first.present  # its record written before the SUBACK
         first.c.reconnect_delay_set(60, 120)  # paho would come back at once
-        time.sleep(1)  # the record's first write reaches the second instance's watcher (its index of ids)
+        time.sleep(0.5)  # the record's first write reaches the second instance's watcher (milliseconds)
         second = Session(on(env, gw2), first.client_id, expiry=expiry, clean=True).connect()
         assert second.connack == 0 and not second.present
         assert tmg.wait_for(lambda: logged(gw, "session taken over by another instance",
@@ -307,7 +309,7 @@ def test_a_clean_start_on_another_instance_ends_the_session_the_first_one_holds(
         assert sorted(got(second, bodies)) == sorted(bodies) and not got(first, bodies)
         second.close()
         tmg.OPEN.remove(second)
-        # its session ended there (expiry 0 at the DISCONNECT): the record's tombstone is written first
+        # its session ended there (expiry 0 at the DISCONNECT; the tombstone of its record, if it wrote one, first)
         assert tmg.wait_for(lambda: logged(gw2, "msg=disconnected", "client=" + first.client_id,
                                            "session_kept=false"), 10)
         third = Session(genv, first.client_id).connect()  # clean start 0, on the first instance
