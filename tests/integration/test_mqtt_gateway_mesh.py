@@ -146,5 +146,3 @@ def test_molecule_check_script_reports_delivery_across_the_mesh(mesh, tmp_path):
     assert result["connected"] and result["puback"] and result["received"] == result["sent"], result
     assert "stage" not in result, result
     assert time.time() - start < 60
-
-
