@@ -35,6 +35,7 @@ type Retained struct {
 	Topic   string
 	Payload []byte
 	Qos     byte
+	props   map[string]any // the message's application properties (the takeover watcher's, takeover.go)
 }
 
 // RetainStore is the gateway's service connection to the retained queue.
@@ -314,7 +315,7 @@ func (s *RetainStore) read(ctx context.Context, sess *amqp.Session, selector str
 		}
 		_ = r.AcceptMessage(ctx, m) // non-destructive: the broker keeps it
 		if t, ok := m.ApplicationProperties[RetainKey].(string); ok {
-			out = append(out, Retained{Topic: t, Payload: payload(m), Qos: qosOf(m, 2)})
+			out = append(out, Retained{Topic: t, Payload: payload(m), Qos: qosOf(m, 2), props: m.ApplicationProperties})
 		}
 	}
 }

@@ -12,8 +12,8 @@ import (
 )
 
 func TestMatchingKeepsTheLastPerTopicAndDropsTombstones(t *testing.T) {
-	all := []Retained{{"t/a", []byte("1"), 1}, {"t/b", []byte("b"), 0}, {"t/a", []byte("2"), 1},
-		{"t/b", nil, 0}, {"u/a", []byte("u"), 1}, {"t/c/d", []byte("deep"), 1}}
+	all := []Retained{{"t/a", []byte("1"), 1, nil}, {"t/b", []byte("b"), 0, nil}, {"t/a", []byte("2"), 1, nil},
+		{"t/b", nil, 0, nil}, {"u/a", []byte("u"), 1, nil}, {"t/c/d", []byte("deep"), 1, nil}}
 	got := map[string]string{}
 	for _, m := range matching(all, "t/+") {
 		got[m.Topic] = string(m.Payload)

@@ -118,19 +118,21 @@ func (r *sessionRecord) expired(now int64, hb map[string]int64, noticed int64) b
 // PutSession writes the client id's record (nil: a tombstone) and returns
 // once the broker accepted it.
 func (s *RetainStore) PutSession(id string, r *sessionRecord) error {
-	return s.putRecord(id, r, false)
+	return s.putRecord(id, r, nil)
 }
 
-// putRecord is PutSession; takeover adds the application property
-// mqtt_takeover = true (a write at a restore, takeover.go).
-func (s *RetainStore) putRecord(id string, r *sessionRecord, takeover bool) error {
+// putRecord is PutSession with more application properties: mqtt_takeover
+// (a write at a restore, or a clean start's tombstone) or mqtt_new (the
+// first write of a session's record), which the other instances' takeover
+// watchers receive (takeover.go).
+func (s *RetainStore) putRecord(id string, r *sessionRecord, extra map[string]any) error {
 	var body []byte
 	if r != nil {
 		body = encodeRecord(r)
 	}
 	props := map[string]any{RetainKey: sessionKeyPrefix + id}
-	if takeover {
-		props[takeoverKey] = true
+	for k, v := range extra {
+		props[k] = v
 	}
 	return s.putMessage(body, props)
 }
@@ -160,22 +162,23 @@ func sessionSelector(id string) string {
 // Session reads the client id's record (nil when there is none, or a
 // tombstone) and the gateways' heartbeats: the broker selects them (a
 // selector on the key), the other records and retained messages stay in
-// the broker.
-func (s *RetainStore) Session(id string) (*sessionRecord, map[string]int64, error) {
+// the broker; and the epoch a clean start's tombstone names (0: none).
+func (s *RetainStore) Session(id string) (*sessionRecord, map[string]int64, uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
 	defer cancel()
 	msgs, err := s.readSelected(ctx, sessionSelector(id))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	var body []byte
+	var last Retained
 	for _, m := range msgs {
 		if m.Topic == sessionKeyPrefix+id {
-			body = m.Payload // the last one wins
+			last = m // the last one wins
 		}
 	}
-	r, err := decodeRecord(body)
-	return r, heartbeats(msgs), err
+	r, err := decodeRecord(last.Payload)
+	tomb, _ := epochProp(last.props) // a clean start's tombstone names its epoch (takeover.go)
+	return r, heartbeats(msgs), tomb, err
 }
 
 // recordOf: the record of cl's session as mochi holds it now.
@@ -213,16 +216,25 @@ func (b *Bridge) writeSession(cl *mqtt.Client, l *link, disconnected int64, take
 	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	l.stored.Store(true) // before the write: a failed one may have reached the broker
-	b.records.Store(cl.ID, struct{}{})
-	if err := b.Store.putRecord(cl.ID, b.recordOf(cl, l, disconnected), takeover); err != nil {
+	first := !l.stored.Swap(true) // before the write: a failed one may have reached the broker
+	b.know(cl.ID, l.epoch, "")
+	var extra map[string]any
+	switch {
+	case takeover:
+		extra = map[string]any{takeoverKey: true}
+	case first:
+		extra = map[string]any{newKey: true} // the other instances index the id (takeover.go)
+	}
+	if err := b.Store.putRecord(cl.ID, b.recordOf(cl, l, disconnected), extra); err != nil {
 		b.Log.Info("session record not written", "client", cl.ID, "error", err)
 	}
 }
 
-// endSession removes the record of l's session when it had one.
+// endSession removes the record of l's session when it had one, or of
+// the id when one is indexed that is not another instance's live write
+// (another instance holds that session: its record stays).
 func (b *Bridge) endSession(id string, l *link) {
-	if _, known := b.records.Load(id); known || l.stored.Load() {
+	if e, known := b.lookup(id); (known && e.owner == "") || l.stored.Load() {
 		b.dropSession(id)
 	}
 }
@@ -242,36 +254,95 @@ func (b *Bridge) dropSession(id string) {
 	b.records.Delete(id)
 }
 
+// cleanStart writes the tombstone of the record of an id a CONNECT with
+// clean start 1 gets a new session of, as dropSession does, flagged as a
+// takeover and naming this instance and the new session's epoch (above the
+// highest this instance knows of the id): an instance that holds the id's
+// session, its client connected or not, lets it go (takeover.go), as a
+// clean start within one instance ends the session and disconnects its
+// client (0x8E).
+func (b *Bridge) cleanStart(id string, epoch uint64) {
+	if b.Store == nil {
+		return
+	}
+	extra := map[string]any{takeoverKey: true, ownerKey: b.instance, epochKey: int64(epoch)}
+	if err := b.Store.putRecord(id, nil, extra); err != nil {
+		b.Log.Info("session record not removed", "client", id, "error", err)
+		return
+	}
+	b.records.Delete(id)
+}
+
+// indexed is what b.records keeps of a client id with a record: the
+// highest epoch known, and the instance whose write of it the takeover
+// watcher saw ("": this instance's own write, or a sweep's read).
+type indexed struct {
+	epoch uint64
+	owner string
+}
+
+// know indexes the client id as having a record of epoch, written by owner
+// (see indexed); the highest epoch known stays (a clean start writes one
+// above it).
+func (b *Bridge) know(id string, epoch uint64, owner string) {
+	e := indexed{epoch, owner}
+	for {
+		v, loaded := b.records.LoadOrStore(id, e)
+		if !loaded {
+			return
+		}
+		// an equal epoch: "" (a sweep's read, this instance's own write)
+		// does not replace another instance's write the watcher saw
+		if have, _ := v.(indexed); have.epoch > epoch || (have.epoch == epoch && (have.owner == owner || owner == "")) ||
+			b.records.CompareAndSwap(id, v, e) {
+			return
+		}
+	}
+}
+
+// lookup: the index's entry of the client id.
+func (b *Bridge) lookup(id string) (indexed, bool) {
+	v, ok := b.records.Load(id)
+	if !ok {
+		return indexed{}, false
+	}
+	e, _ := v.(indexed)
+	return e, true
+}
+
 // storedSession: at a CONNECT with clean start 0 whose id has no session in
 // this instance, the record in the store (nil: none, expired, or no store).
-// errOtherUser when it is another user's.
-func (b *Bridge) storedSession(cl *mqtt.Client, clean bool, user string) (*sessionRecord, error) {
+// errOtherUser when it is another user's. floor: a session started here
+// begins at this epoch, above that of a clean start's tombstone of the id
+// (whose takeover may reach an instance after its client came back there).
+func (b *Bridge) storedSession(cl *mqtt.Client, clean bool, user string) (r *sessionRecord, floor uint64,
+	err error) {
 	if b.Store == nil || clean {
-		return nil, nil
+		return nil, 0, nil
 	}
 	b.mu.Lock()
 	_, known := b.sessions[cl.ID]
 	b.mu.Unlock()
 	if known {
-		return nil, nil
+		return nil, 0, nil
 	}
-	r, hb, err := b.Store.Session(cl.ID)
+	r, hb, tomb, err := b.Store.Session(cl.ID)
 	if err != nil {
 		b.Log.Info("session record not read: a new session", "client", cl.ID, "error", err)
-		return nil, nil
+		return nil, 0, nil
 	}
 	if r == nil {
-		return nil, nil
+		return nil, tomb + 1, nil
 	}
 	if r.User != user {
-		return nil, errOtherUser
+		return nil, 0, errOtherUser
 	}
 	if now := time.Now().Unix(); r.expired(now, hb, now) {
 		b.Log.Info("session record expired: a new session", "client", cl.ID)
 		b.dropSession(cl.ID)
-		return nil, nil
+		return nil, r.Epoch + 1, nil
 	}
-	return r, nil
+	return r, 0, nil
 }
 
 // restore installs a record's subscriptions for cl (mochi's own
@@ -312,20 +383,26 @@ func (b *Bridge) restore(cl *mqtt.Client, l *link, r *sessionRecord) {
 // instance does not hold is restored on the fresh link (session present);
 // a clean start removes the id's record.
 func (b *Bridge) openStored(cl *mqtt.Client, clean bool, fresh *link, cs *connState) (*link, bool, takeover, error) {
-	r, err := b.storedSession(cl, clean || *b.Config.MaxSessionExpiry == 0, fresh.user)
+	r, floor, err := b.storedSession(cl, clean || *b.Config.MaxSessionExpiry == 0, fresh.user)
 	if err != nil {
 		return nil, false, takeover{}, err
 	}
-	if r != nil {
-		// the epoch before the link is in b.sessions: the takeover watcher reads it there (takeover.go)
+	// the epoch before the link is in b.sessions: the takeover watcher reads it there (takeover.go)
+	e, known := b.lookup(cl.ID) // once: the watcher may index the id meanwhile
+	switch {
+	case r != nil:
 		fresh.epoch = r.Epoch + 1
+	case clean && known:
+		fresh.epoch = e.epoch + 1 // above the session another instance may hold
+	default:
+		fresh.epoch = floor // above a clean start's tombstone of the id
 	}
 	l, resumed, t, err := b.openSession(cl, clean, fresh, cs)
 	if err != nil || resumed {
 		return l, resumed, t, err
 	}
-	if _, known := b.records.Load(cl.ID); clean && known {
-		b.dropSession(cl.ID)
+	if clean && known {
+		b.cleanStart(cl.ID, l.epoch)
 	}
 	if r == nil {
 		return l, false, t, nil

@@ -127,7 +127,7 @@ func TestSweepRemovesExpiredRecordsAndGoneInstances(t *testing.T) {
 	now := int64(10000)
 	all := []Retained{
 		beatOf("dead", 1000), beatOf("alive", now-5), beatOf("self", 1000), beatOf("gone", 100),
-		beatOf("dead-but-named", 9000), {"t/a", []byte("x"), 1},
+		beatOf("dead-but-named", 9000), {"t/a", []byte("x"), 1, nil},
 		rec("killed", &sessionRecord{User: "u", Expiry: 60, Seen: 900, Owner: "dead"}),
 		rec("offline", &sessionRecord{User: "u", Expiry: 60, Disconnected: 1000, Seen: 1000, Owner: "alive"}),
 		rec("connected", &sessionRecord{User: "u", Expiry: 60, Seen: 900, Owner: "alive"}),
@@ -208,7 +208,7 @@ func TestSessionSelectorQuotesTheID(t *testing.T) {
 }
 
 func TestRetainedReadsSkipSessionRecords(t *testing.T) {
-	all := []Retained{{"t/a", []byte("1"), 1}, {sessionKeyPrefix + "dev-1", encodeRecord(&sessionRecord{User: "a"}), 2}}
+	all := []Retained{{"t/a", []byte("1"), 1, nil}, {sessionKeyPrefix + "dev-1", encodeRecord(&sessionRecord{User: "a"}), 2, nil}}
 	for _, f := range []string{"#", "+/+", "$session/#", "$session/dev-1"} {
 		if got := matching(all, f); len(got) > 1 || (len(got) == 1 && got[0].Topic != "t/a") {
 			t.Fatalf("%s: a session record came out as retained: %v", f, got)
@@ -246,7 +246,7 @@ func BenchmarkSessionLookup(b *testing.B) {
 	id := func(i int) string { return fmt.Sprintf("bench-%05d", (i*7919)%benchRecords) }
 	b.Run("keyed", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if r, _, err := s.Session(id(i)); err != nil || r == nil {
+			if r, _, _, err := s.Session(id(i)); err != nil || r == nil {
 				b.Fatalf("%s: %v, %v", id(i), r, err)
 			}
 		}
@@ -297,4 +297,18 @@ func fillRecords(b *testing.B, s *RetainStore) {
 		b.Fatal(err)
 	}
 	b.Logf("%d records written in %v", benchRecords, time.Since(start))
+}
+
+// A sweep indexes each live record with its epoch (a clean start of the id
+// on this instance writes a tombstone above it).
+func TestSweepIndexesTheEpochs(t *testing.T) {
+	p := planSweep([]Retained{rec("moved", &sessionRecord{User: "u", Expiry: 60, Disconnected: 100, Epoch: 5,
+		Owner: "other"}), rec("new", &sessionRecord{User: "u", Expiry: 60, Disconnected: 100, Owner: "self"})},
+		110, "self", nil, map[string]int64{})
+	if p.epochs["moved"] != 5 || p.epochs["new"] != 0 || len(p.live) != 2 {
+		t.Fatalf("epochs %v, live %v", p.epochs, p.live)
+	}
+	if p.owners["moved"] != "other" || p.owners["new"] != "" {
+		t.Fatalf("owners %v (this instance's own records name none)", p.owners)
+	}
 }

@@ -92,8 +92,9 @@ func (b *Bridge) beat() {
 // again every 5 s in the background); the heartbeats (the first one at
 // once) and the later sweeps in the background. The sweep's index says
 // which client ids have a live record: a clean start of such an id removes
-// its record. Not in the index until the next sweep: records another
-// instance writes later.
+// its record. Records other instances write later come into it through the
+// takeover watcher (takeover.go); until the next sweep, those written
+// while it was not attached do not.
 func (b *Bridge) loadRecordIndex() {
 	if b.Store == nil {
 		return
@@ -144,7 +145,7 @@ func (b *Bridge) sweep(now int64) bool {
 	b.mu.Unlock()
 	plan := planSweep(all, now, b.instance, held, b.noticed)
 	for _, id := range plan.live {
-		b.records.Store(id, struct{}{})
+		b.know(id, plan.epochs[id], plan.owners[id])
 	}
 	for _, id := range plan.expired {
 		b.Log.Info("session record expired: removed", "client", id)
@@ -162,9 +163,11 @@ func (b *Bridge) sweep(now int64) bool {
 
 // sweepPlan is what a sweep does.
 type sweepPlan struct {
-	live          []string // client ids with a live record
-	expired       []string // client ids whose record is to be removed (at most sweepBatch)
-	deadInstances []string // heartbeats to remove
+	live          []string          // client ids with a live record
+	epochs        map[string]uint64 // their records' epochs
+	owners        map[string]string // their writers when another instance ("": this one, or unnamed)
+	expired       []string          // client ids whose record is to be removed (at most sweepBatch)
+	deadInstances []string          // heartbeats to remove
 }
 
 // planSweep decides a sweep on the queue's messages at now: held are the
@@ -180,7 +183,7 @@ func planSweep(all []Retained, now int64, self string, held map[string]bool, not
 			last[id] = m.Payload
 		}
 	}
-	var p sweepPlan
+	p := sweepPlan{epochs: map[string]uint64{}, owners: map[string]string{}}
 	named := map[string]bool{}
 	for id, body := range last {
 		r, err := decodeRecord(body)
@@ -197,6 +200,10 @@ func planSweep(all []Retained, now int64, self string, held map[string]bool, not
 			continue
 		}
 		p.live = append(p.live, id)
+		p.epochs[id] = r.Epoch
+		if r.Owner != self {
+			p.owners[id] = r.Owner
+		}
 		if r.Disconnected == 0 {
 			named[r.Owner] = true
 		}

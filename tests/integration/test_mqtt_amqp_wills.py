@@ -23,6 +23,8 @@ import pytest
 
 import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
+# an autouse fixture: each test's MQTT clients are closed after it
+from test_mqtt_gateway import close_clients  # noqa: F401 pylint: disable=unused-import
 from mqtt_retained_env import OTHER, SPACE, Gateway, client, gateway_config, new_env, provision, space_ports
 from standard_env import REPO
 
@@ -138,13 +140,6 @@ def env(tmp_path_factory):
             elif p.proc:
                 asr.stop(p.proc)
         std.stop()
-
-
-@pytest.fixture(autouse=True)
-def close_clients():
-    yield
-    while tmg.OPEN:
-        tmg.OPEN.pop().close()
 
 
 def will_client(env, target, bodies, mode, user="alice", password="secret-a", port=None, retain=False, delay=None,

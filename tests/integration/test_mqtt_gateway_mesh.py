@@ -16,6 +16,8 @@ import pytest
 
 import test_auth_service_router as asr
 import test_mqtt_gateway as gwt
+# an autouse fixture: each test's MQTT clients are closed after it
+from test_mqtt_gateway import close_clients  # noqa: F401 pylint: disable=unused-import
 from helpers import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.router]
@@ -144,10 +146,3 @@ def test_molecule_check_script_reports_delivery_across_the_mesh(mesh, tmp_path):
     assert result["connected"] and result["puback"] and result["received"] == result["sent"], result
     assert "stage" not in result, result
     assert time.time() - start < 60
-
-
-@pytest.fixture(autouse=True)
-def close_clients():
-    yield
-    while gwt.OPEN:
-        gwt.OPEN.pop().close()

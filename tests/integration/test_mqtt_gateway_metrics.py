@@ -23,6 +23,8 @@ import test_auth_service_router as asr
 from helpers import free_port
 from metrics_http import metrics_scrape
 from test_mqtt_gateway import ADDRESSES, OPEN, Consumer, Mqtt, gateway_binary, wait_for, write_table
+# an autouse fixture: each test's MQTT clients are closed after it
+from test_mqtt_gateway import close_clients  # noqa: F401 pylint: disable=unused-import
 
 from ansible_collections.enmasse.messaging.plugins.module_utils.auth import metrics
 
@@ -80,13 +82,6 @@ def env(tmp_path_factory):
         if gw:
             asr.stop(gw)
         service.stop()
-
-
-@pytest.fixture(autouse=True)
-def close_clients():
-    yield
-    while OPEN:
-        OPEN.pop().close()
 
 
 def scrape(env, user=SCRAPE_USER, password=SCRAPE_PASSWORD, scheme="https"):

@@ -20,6 +20,8 @@ import pytest
 
 import test_auth_service_router as asr
 import test_mqtt_gateway as tmg
+# an autouse fixture: each test's MQTT clients are closed after it
+from test_mqtt_gateway import close_clients  # noqa: F401 pylint: disable=unused-import
 from helpers import run_module
 from mqtt_retained_env import (OTHER, RETAINED, SPACE, Gateway, amqp_send, broker_op, cannot_receive, client,
                                common, gateway_config, make_space, new_env, on, provision, queue_state, receive_refusal,
@@ -51,13 +53,6 @@ def env(tmp_path_factory):
             if gw.proc:
                 asr.stop(gw.proc)
         std.stop()
-
-
-@pytest.fixture(autouse=True)
-def close_clients():
-    yield
-    while tmg.OPEN:
-        tmg.OPEN.pop().close()
 
 
 def test_a_retained_message_reaches_every_new_subscriber_on_either_gateway(env):

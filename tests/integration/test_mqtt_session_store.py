@@ -8,6 +8,7 @@ REAL paho-mqtt clients (MQTT 5 with a session expiry, 3.1.1 with clean
 session 0) and a REAL AMQP producer (python-qpid-proton) sending to the
 space's queue ``q1`` while no gateway runs. The session records live in the
 space's broker (the retained queue, key ``$session/<client id>``)."""
+import contextlib
 import os
 import time
 
@@ -230,6 +231,26 @@ def test_a_qos2_resend_after_a_kill_9_is_acknowledged_not_forwarded_again(env, g
         consumer.stop()
 
 
+@contextlib.contextmanager
+def second_instance(env, tmp_path):
+    """A second gateway instance of the space (on the other router); its
+    sessions are ended while it runs, then it is stopped."""
+    root = tmp_path / "second"
+    root.mkdir()
+    config = gateway_config(env["std"], str(root), env["status"], 1, env["service_password"])
+    gw2 = Gateway(tmg.gateway_binary(), str(root), "gw-sessions-2", config).start()
+    try:
+        yield gw2
+    finally:
+        for s in [s for s in tmg.OPEN if s.env["port"] == gw2.port]:
+            tmg.OPEN.remove(s)
+            try:
+                s.close()
+            except AssertionError:
+                pass
+        asr.stop(gw2.proc)
+
+
 @pytest.mark.parametrize("connected", [True, False])
 def test_a_session_another_instance_takes_over_leaves_the_first_one(env, gw, tmp_path, connected):
     """Live takeover across instances (gateway/mqtt/takeover.go): a client
@@ -240,11 +261,7 @@ def test_a_session_another_instance_takes_over_leaves_the_first_one(env, gw, tmp
     second instance, none the first (without the takeover, the first's
     receiver kept a share of them)."""
     genv = on(env, gw)
-    root = tmp_path / "second"
-    root.mkdir()
-    config = gateway_config(env["std"], str(root), env["status"], 1, env["service_password"])
-    gw2 = Gateway(tmg.gateway_binary(), str(root), "gw-sessions-2", config).start()
-    try:
+    with second_instance(env, tmp_path) as gw2:
         first = Session(genv, cid("moving-%s" % connected)).connect()
         assert first.subscribe("q1") == [1] and not first.present
         first.c.reconnect_delay_set(60, 120)  # paho would come back at once and take the session back
@@ -261,11 +278,44 @@ def test_a_session_another_instance_takes_over_leaves_the_first_one(env, gw, tmp
         send_amqp(env, "q1", bodies)
         assert tmg.wait_for(lambda: len(got(second, bodies)) == 20, 20), (len(got(second, bodies)), len(got(first, bodies)))
         assert sorted(got(second, bodies)) == sorted(bodies) and not got(first, bodies)
-    finally:
-        for s in [s for s in tmg.OPEN if s.env["port"] == gw2.port]:  # ended while their instance runs
-            tmg.OPEN.remove(s)
-            try:
-                s.close()
-            except AssertionError:
-                pass
-        asr.stop(gw2.proc)
+
+
+@pytest.mark.parametrize("expiry", [0, 300])
+def test_a_clean_start_on_another_instance_ends_the_session_the_first_one_holds(env, gw, tmp_path, expiry):
+    """A CONNECT with clean start 1 to a second instance, of a client id
+    whose persistent session the first instance holds with its client
+    connected (gateway/mqtt/takeover.go "cleanStart"): the second writes
+    the record's tombstone flagged as a takeover, and the first ends its
+    session as a clean start within one instance does: its client gets
+    DISCONNECT 0x8E, its receiver of q1 is closed (the 20 messages sent to
+    q1 afterwards all reach the new connection's subscription, none the old
+    client), and the session is gone (a CONNECT with clean start 0 to the
+    first instance later gets session present 0). Before, the first client
+    stayed connected and kept its share of q1, and its session was resumed."""
+    genv = on(env, gw)
+    with second_instance(env, tmp_path) as gw2:
+        # the second's takeover watcher is attached: it indexes the record the first writes next
+        assert tmg.wait_for(lambda: logged(gw2, "session takeovers: watching"), 15)
+        first = Session(genv, cid("clean-elsewhere-%d" % expiry)).connect()
+        assert first.subscribe("q1") == [1] and not first.present  # its record written before the SUBACK
+        first.c.reconnect_delay_set(60, 120)  # paho would come back at once
+        time.sleep(0.5)  # the record's first write reaches the second instance's watcher (milliseconds)
+        second = Session(on(env, gw2), first.client_id, expiry=expiry, clean=True).connect()
+        assert second.connack == 0 and not second.present
+        assert tmg.wait_for(lambda: logged(gw, "session taken over by another instance",
+                                           "client=" + first.client_id, "connected=true"), 10), \
+            "the first instance kept the session of a client id that made a clean start elsewhere"
+        assert tmg.wait_for(lambda: first.disconnect_rc is not None, 10), "the first client was not disconnected"
+        assert first.disconnect_rc.value == 0x8E, first.disconnect_rc
+        assert second.subscribe("q1") == [1]
+        bodies = payloads("clean-elsewhere-%d" % expiry, 20)
+        send_amqp(env, "q1", bodies)
+        assert tmg.wait_for(lambda: len(got(second, bodies)) == 20, 20), (len(got(second, bodies)), len(got(first, bodies)))
+        assert sorted(got(second, bodies)) == sorted(bodies) and not got(first, bodies)
+        second.close()
+        tmg.OPEN.remove(second)
+        # its session ended there (expiry 0 at the DISCONNECT; the tombstone of its record, if it wrote one, first)
+        assert tmg.wait_for(lambda: logged(gw2, "msg=disconnected", "client=" + first.client_id,
+                                           "session_kept=false"), 10)
+        third = Session(genv, first.client_id).connect()  # clean start 0, on the first instance
+        assert third.connack == 0 and not third.present, "the first instance resumed the ended session"

@@ -2,6 +2,7 @@
 skip reason) and running one with its log in tests/output/."""
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -56,11 +57,44 @@ def run(name, timeout_minutes=50):
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     start = time.monotonic()
     with open(log_path, "w") as log:
-        proc = subprocess.run(["molecule", "test", "-s", name], cwd=REPO, env=env,
-                              stdout=log, stderr=subprocess.STDOUT, timeout=timeout_minutes * 60, check=False)
+        # a process group of its own: at a timeout molecule and every playbook it started end
+        # (killing molecule alone left its verify playbooks running beside the next scenario)
+        proc = subprocess.Popen(["molecule", "test", "-s", name], cwd=REPO, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            returncode = proc.wait(timeout=timeout_minutes * 60)
+        except subprocess.TimeoutExpired:
+            stop_group(proc)
+            log.write("\nscenario.py: timed out after %s minutes; its processes stopped, its instances destroyed\n"
+                      % timeout_minutes)
+            log.flush()
+            subprocess.run(["molecule", "destroy", "-s", name], cwd=REPO, env=env, stdout=log,
+                           stderr=subprocess.STDOUT, timeout=600, check=False)
+            with open(log_path) as f:
+                sys.stderr.write(f.read()[-12000:])
+            raise
     seconds = time.monotonic() - start
     with open(log_path) as f:
         text = f.read()
-    if proc.returncode != 0:
+    if returncode != 0:
         sys.stderr.write(text[-12000:])
-    return proc.returncode, text, seconds, log_path
+    return returncode, text, seconds, log_path
+
+
+def stop_group(proc, grace=30):
+    """SIGTERM to proc's process group, SIGKILL after grace seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            continue
+        # molecule ended; a playbook of its group may still run
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(1)
