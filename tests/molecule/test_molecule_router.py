@@ -53,7 +53,9 @@ def rolling_lines(log_text):
 
 @pytest.mark.skipif(unusable(*NEEDS) is not None, reason=str(unusable(*NEEDS)))
 def test_molecule_router_scenario():
-    rc, text, seconds, log_path = run("router")
+    # the longest scenario (three routers, two brokers, Keycloak, an upgrade pair): at a load of
+    # 6-10 on 2 cores (beside tests/integration) its converge alone took 31 minutes
+    rc, text, seconds, log_path = run("router", timeout_minutes=65)
     for line in keeper_lines(text):
         sys.stdout.write("\n%s\n" % line)
     for line in rolling_lines(text):
