@@ -100,7 +100,7 @@ type Bridge struct {
 	Metrics  *Metrics         // nil: no metrics endpoint
 	reads    sync.Map         // readKey -> chan readResult: retained reads started at the ACL check
 	subacks  sync.Map         // subackKey -> chan struct{}: closed when that SUBACK was written
-	records  sync.Map         // client id -> uint64: ids with a session record in the store, its highest epoch known (session_store.go)
+	records  sync.Map         // client id -> indexed: ids with a session record in the store (session_store.go)
 	instance string           // this process's id in its records and heartbeat (session_sweep.go)
 	noticed  map[string]int64 // client id -> when a sweep first saw its record without liveness (session_sweep.go)
 	delayed  delayedWills     // MQTT 5 wills waiting for their delay (will.go)

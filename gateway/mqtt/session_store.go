@@ -244,10 +244,16 @@ func (b *Bridge) endSession(id string, l *link) {
 // does), so it is written only for ids that had a record: a clean client's
 // CONNECT writes none.
 func (b *Bridge) dropSession(id string) {
+	b.removeRecord(id, nil)
+}
+
+// removeRecord writes the client id's tombstone with the application
+// properties extra and unindexes the id; a failure is logged.
+func (b *Bridge) removeRecord(id string, extra map[string]any) {
 	if b.Store == nil {
 		return
 	}
-	if err := b.Store.PutSession(id, nil); err != nil {
+	if err := b.Store.putRecord(id, nil, extra); err != nil {
 		b.Log.Info("session record not removed", "client", id, "error", err)
 		return
 	}
@@ -262,15 +268,7 @@ func (b *Bridge) dropSession(id string) {
 // clean start within one instance ends the session and disconnects its
 // client (0x8E).
 func (b *Bridge) cleanStart(id string, epoch uint64) {
-	if b.Store == nil {
-		return
-	}
-	extra := map[string]any{takeoverKey: true, ownerKey: b.instance, epochKey: int64(epoch)}
-	if err := b.Store.putRecord(id, nil, extra); err != nil {
-		b.Log.Info("session record not removed", "client", id, "error", err)
-		return
-	}
-	b.records.Delete(id)
+	b.removeRecord(id, map[string]any{takeoverKey: true, ownerKey: b.instance, epochKey: int64(epoch)})
 }
 
 // indexed is what b.records keeps of a client id with a record: the
