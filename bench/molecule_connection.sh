@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # bench/molecule_connection.sh: the CPU of the whole machine (/proc/stat) and the wall time of one
 # playbook (25 tasks, 3 hosts: command, stat, copy; become) on three containers of the test image,
 # alternately through podman_pipelined and nsenter_pipelined (molecule/connection_plugins), twice.

@@ -126,7 +126,10 @@ class Connection(NsenterConnection):
         return os.path.join(directory, name.replace("/", "_") + ".json")
 
     def _target(self):
-        name = self.get_option("remote_addr")
+        # the play context's address, not the option: under delegate_to the
+        # option's inventory_hostname is the delegating host's (podman's
+        # connection reads the play context too)
+        name = self._play_context.remote_addr
         path = self._cache_path(name)
         try:
             with open(path) as f:

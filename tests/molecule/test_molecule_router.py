@@ -54,8 +54,10 @@ def rolling_lines(log_text):
 @pytest.mark.skipif(unusable(*NEEDS) is not None, reason=str(unusable(*NEEDS)))
 def test_molecule_router_scenario():
     # the longest scenario (three routers, two brokers, Keycloak, an upgrade pair): at a load of
-    # 6-10 on 2 cores (beside tests/integration) its converge alone took 31 minutes
-    rc, text, seconds, log_path = run("router", timeout_minutes=65)
+    # 6-10 on 2 cores (beside tests/integration) its converge alone took 31 minutes, the whole
+    # scenario more than 65 through podman exec (CI of 2026-11-29); the whole suite stays under
+    # 90 minutes, which bounds this one anyway
+    rc, text, seconds, log_path = run("router", timeout_minutes=80)
     for line in keeper_lines(text):
         sys.stdout.write("\n%s\n" % line)
     for line in rolling_lines(text):

@@ -51,12 +51,11 @@ def test_join_writes_the_pid_into_each_hierarchy_that_has_the_container(tmp_path
 
 
 class FakeConnection(nsenter_pipelined.Connection):
-    def __init__(self, name):  # no Ansible play context: only what _target uses
-        self.name = name
+    def __init__(self, name):  # only what _target uses: the play context's address
+        self._play_context = type("PlayContext", (), {"remote_addr": name})()
 
     def get_option(self, option):
-        assert option == "remote_addr"
-        return self.name
+        raise AssertionError("the container comes from the play context (delegate_to), not the %s option" % option)
 
 
 def test_the_pid_is_kept_while_its_process_lives_then_asked_again(tmp_path, monkeypatch):
