@@ -34,7 +34,9 @@ DOCUMENTATION = """
         a module is piped on stdin.
     options:
       remote_addr:
-        description: The name or ID of the container.
+        description:
+          - The name or ID of the container. The plugin reads it from the play context, as
+            containers.podman.podman does, so that under C(delegate_to) it is the delegated host's.
         default: inventory_hostname
         vars:
           - name: ansible_host

@@ -1,5 +1,6 @@
-"""The Molecule scenarios' connection to their podman containers:
-containers.podman.podman with pipelining.
+"""containers.podman.podman with pipelining: what molecule/router used until
+2026-11-29 (nsenter_pipelined since, 25 % less CPU for the scenario), kept as
+the peer bench/molecule_connection.sh measures nsenter_pipelined against.
 
 containers.podman.podman runs every module in five ``podman exec`` calls
 (the remote home, a temporary directory, chmod, the module, rm), because its
