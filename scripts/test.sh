@@ -26,6 +26,46 @@ whole=0
 if [ "$#" -eq 0 ] && [ -z "${ENMASSE_SERIAL_TESTS:-}" ]; then whole=1; fi
 static_pid=""
 
+# CPU per tier, printed at the end of the whole suite (the machine is
+# saturated for most of the run, so its length is about its CPU / cores):
+# tests/unit, the static checks, tests/molecule and the background builds
+# each run in a cgroup of their own in the cgroup v1 cpuacct hierarchy (root
+# only; the containers are podman's, under libpod_parent); the rest of the
+# machine's CPU (/proc/stat) is the other tests'. None of the JVMs the
+# integration tests start on this machine is moved: they stay where they were.
+cpu_root=""
+if [ "$whole" = 1 ] && [ -w /sys/fs/cgroup/cpuacct ] && [ -f /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then
+  cpu_root=/sys/fs/cgroup/cpuacct/enmasse-tests-$$
+  mkdir -p "$cpu_root" 2>/dev/null || cpu_root=""
+fi
+machine_cpu() { awk '/^cpu /{printf "%d\n", ($2+$3+$4+$7+$8) * 10}' /proc/stat; }   # ms (USER_HZ 100)
+group_cpu() { local u; u=$(cat "$1/cpuacct.usage" 2>/dev/null || echo 0); echo $((u / 1000000)); }   # ms
+containers_cpu() { group_cpu /sys/fs/cgroup/cpuacct/libpod_parent; }
+# in_tier NAME COMMAND...: COMMAND in the tier's group (in a subshell: `( in_tier ... ) &`)
+in_tier() {
+  local tier=$1
+  shift
+  if [ -n "$cpu_root" ] && mkdir -p "$cpu_root/$tier" 2>/dev/null; then
+    echo "$BASHPID" > "$cpu_root/$tier/cgroup.procs" 2>/dev/null || true
+  fi
+  exec "$@"
+}
+cpu_start=$(machine_cpu)
+containers_start=$(containers_cpu)
+cpu_report() {
+  [ -n "$cpu_root" ] || return 0
+  local total containers unit static molecule builds rest
+  total=$(( $(machine_cpu) - cpu_start ))
+  containers=$(( $(containers_cpu) - containers_start ))
+  unit=$(group_cpu "$cpu_root/unit"); static=$(group_cpu "$cpu_root/static")
+  molecule=$(group_cpu "$cpu_root/molecule"); builds=$(group_cpu "$cpu_root/builds")
+  rest=$(( total - unit - static - molecule - builds - containers ))
+  log "CPU by tier (s): machine $((total / 1000)); tests/unit $((unit / 1000)); static checks $((static / 1000));" \
+    "tests/molecule $((molecule / 1000)) + its containers $((containers / 1000)); background builds $((builds / 1000));" \
+    "the rest (tests/integration and the other tests) $((rest / 1000))"
+  rmdir "$cpu_root"/* "$cpu_root" 2>/dev/null || true
+}
+
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   need=()
   for pkg in podman runc debootstrap libxml2-utils maven default-jre-headless python3-venv rsync shellcheck etcd-server openssl prometheus prometheus-alertmanager prometheus-node-exporter mosquitto-clients; do
@@ -179,7 +219,7 @@ sys.exit(1 if bad else 0)' "$@"
   if [ "$whole" = 1 ]; then
     log "ansible-test sanity and ansible-lint (production profile): in the background at nice 10, output at the end"
     static_log=$(mktemp)
-    nice -n 10 bash -c "$(declare -f log static_checks); static_checks" >"$static_log" 2>&1 &
+    ( in_tier static nice -n 10 bash -c "$(declare -f log static_checks); static_checks" ) >"$static_log" 2>&1 &
     static_pid=$!
   else
     log "ansible-test sanity (in the background) and ansible-lint (production profile)"
@@ -202,8 +242,8 @@ fi
 # result runs the same script and waits for it. Cached, each returns at once.
 log "in the background (nice 15): the Molecule images, kube-apiserver v1.33.13 (cached after the first run)"
 prebuild_log=$(mktemp)
-nice -n 15 bash -c 'bash scripts/build-test-image.sh && bash scripts/build-spark-image.sh \
-  && bash scripts/build-kubernetes.sh' >"$prebuild_log" 2>&1 &
+( in_tier builds nice -n 15 bash -c 'bash scripts/build-test-image.sh && bash scripts/build-spark-image.sh \
+  && bash scripts/build-kubernetes.sh' ) >"$prebuild_log" 2>&1 &
 prebuild_pid=$!
 
 # The whole suite (no arguments): tests/unit (CPU only, no component) runs at
@@ -212,7 +252,7 @@ prebuild_pid=$!
 # timed parts of the other tiers keep their priority. Its output follows.
 log "pytest tests/unit (in the background, nice 10)"
 unit_log=$(mktemp)
-nice -n 10 python3 -m pytest tests/unit -p no:cacheprovider --junitxml=tests/output/junit-unit.xml >"$unit_log" 2>&1 &
+( in_tier unit nice -n 10 python3 -m pytest tests/unit -p no:cacheprovider --junitxml=tests/output/junit-unit.xml ) >"$unit_log" 2>&1 &
 unit_pid=$!
 # tests/molecule (the scenarios' containers: mostly waiting on systemd, JVMs
 # and Ansible's round trips) runs beside tests/integration, a third pytest at
@@ -223,7 +263,7 @@ unit_pid=$!
 # build scripts (the background build above, or the scenario's own call).
 log "pytest tests/molecule (in the background, beside tests/integration)"
 molecule_log=$(mktemp)
-python3 -m pytest tests/molecule -p no:cacheprovider --junitxml=tests/output/junit-molecule.xml >"$molecule_log" 2>&1 &
+( in_tier molecule python3 -m pytest tests/molecule -p no:cacheprovider --junitxml=tests/output/junit-molecule.xml ) >"$molecule_log" 2>&1 &
 molecule_pid=$!
 trap 'kill "$unit_pid" "$molecule_pid" $static_pid "$prebuild_pid" 2>/dev/null || true' EXIT
 log "pytest: everything but tests/unit and tests/molecule"
@@ -256,6 +296,7 @@ if [ -n "$static_pid" ]; then
   cat "$static_log"
   rm -f "$static_log"
 fi
+cpu_report
 if [ "$rest_rc" != 0 ] || [ "$molecule_rc" != 0 ] || [ "$unit_rc" != 0 ] || [ "$static_rc" != 0 ]; then
   echo "failed: static checks rc=$static_rc, tests/unit rc=$unit_rc, tests/molecule rc=$molecule_rc, the other tests rc=$rest_rc"
   exit 1

@@ -174,6 +174,18 @@ def _die_with_parent():
         pass
 
 
+# ------------------------------------------------------------------------ spark
+
+# the capacity job's local[2] runs in the tests: the job's own driver options
+# (spark_jobs/enmasse_capacity/cli.py, which a --conf of the same key
+# replaces) plus C1 only, as for the test brokers: a job over a few MB never
+# pays back the second JIT tier (alone on an idle machine, machine CPU:
+# test_capacity_incremental 237 -> 161 s, test_capacity_job 233 -> 118 s).
+# The benchmarks run the job as users do, without it.
+SPARK_TEST_CONF = ("--conf", "spark.driver.extraJavaOptions=-XX:+UseParallelGC -XX:-DontCompileHugeMethods"
+                   " -XX:TieredStopAtLevel=1")
+
+
 # ------------------------------------------------------------------------ broker
 
 class ArtemisBroker(object):
