@@ -62,13 +62,15 @@ cpu_report() {
   rest=$(( total - unit - static - molecule - builds - containers ))
   log "CPU by tier (s): machine $((total / 1000)); tests/unit $((unit / 1000)); static checks $((static / 1000));" \
     "tests/molecule $((molecule / 1000)) + its containers $((containers / 1000)); background builds $((builds / 1000));" \
-    "the rest (tests/integration and the other tests) $((rest / 1000))"
+    "the rest (tests/integration, the other tests and the set-up) $((rest / 1000))"
   rmdir "$cpu_root"/* "$cpu_root" 2>/dev/null || true
 }
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   need=()
-  for pkg in podman runc debootstrap libxml2-utils maven default-jre-headless python3-venv rsync shellcheck etcd-server openssl prometheus prometheus-alertmanager prometheus-node-exporter mosquitto-clients; do
+  # python3-dev and gcc: python-qpid-proton is built from its source
+  # distribution (no binary wheel for Linux) against the environment's python
+  for pkg in podman runc debootstrap libxml2-utils maven default-jre-headless python3-venv python3-dev gcc rsync shellcheck etcd-server openssl prometheus prometheus-alertmanager prometheus-node-exporter mosquitto-clients; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   if [ ${#need[@]} -gt 0 ]; then
@@ -78,8 +80,26 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   fi
 fi
 
-log "venv: .venv with requirements-test.txt"
-want="$(cat requirements-test.txt requirements-spark.txt | sha256sum | cut -c1-64)"
+# The environment's interpreter: the distribution's python3 when it is 3.11 or
+# later (Debian builds it with profile-guided and link-time optimisation and
+# links libpython statically), else the first python3 on PATH; ENMASSE_PYTHON
+# names another. The suite is mostly Python (pytest, ansible-playbook, the
+# modules it runs on this machine, Molecule, the linters): on this project's
+# 2-core machine an ansible-playbook run of 40 tasks took 18.2-24.0 s of CPU on
+# Debian's 3.11.2 against 22.9-26.0 s on a pyenv 3.11.7 built without
+# --enable-optimizations (docs/benchmarks.md, "The test suite's CPU").
+py="${ENMASSE_PYTHON:-}"
+if [ -z "$py" ]; then
+  if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    py=/usr/bin/python3
+  else
+    py="$(command -v python3)"
+  fi
+fi
+log "venv: .venv with requirements-test.txt ($py, $("$py" -c 'import platform; print(platform.python_version())'))"
+# the requirements and the interpreter: another of either is another environment
+want="$( (cat requirements-test.txt requirements-spark.txt; readlink -f "$py"; "$py" -c 'import sys; print(sys.version)') \
+  | sha256sum | cut -c1-64)"
 if [ ! -e .venv ] && [ -z "${ENMASSE_NO_VENV_CACHE:-}" ]; then
   # a fresh checkout shares one environment per requirements hash with the
   # earlier runs on this machine (like the router and kube-apiserver builds);
@@ -94,10 +114,11 @@ if [ ! -e .venv ] && [ -z "${ENMASSE_NO_VENV_CACHE:-}" ]; then
   ln -s "$cached" .venv
 fi
 venv="$(readlink -f .venv 2>/dev/null || echo "$PWD/.venv")"
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
 stamp=.venv/.requirements-test.sha256
+if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  # new, or made from other requirements or another interpreter: made again
+  "$py" -m venv --clear "$venv"
+fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # through the real path: pip writes the interpreter it runs as into the
   # scripts' first line, and a shared environment must not name the
