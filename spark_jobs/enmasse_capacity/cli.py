@@ -33,6 +33,12 @@ from .rules import InputError
 DESCRIPTION = "Capacity plan for an enmasse.messaging infrastructure, from its own metrics."
 
 
+# a batch job: the throughput collector, and JIT for the large generated
+# aggregation methods (the driver's and the executors'; a --conf of the same
+# key replaces it)
+JVM_OPTIONS = "-XX:+UseParallelGC -XX:-DontCompileHugeMethods"
+
+
 def _spark_session(args):
     from pyspark.sql import SparkSession
     b = SparkSession.builder.master(args.master).appName(args.app_name)
@@ -43,10 +49,8 @@ def _spark_session(args):
         "spark.sql.adaptive.enabled": "true",
         # splits small enough that every core stays busy to the end of a stage
         "spark.sql.files.maxPartitionBytes": "16m",
-        # a batch job: the throughput collector, and JIT for the large
-        # generated aggregation methods (a --conf of the same key replaces it)
-        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC -XX:-DontCompileHugeMethods",
-        "spark.executor.extraJavaOptions": "-XX:+UseParallelGC -XX:-DontCompileHugeMethods",
+        "spark.driver.extraJavaOptions": JVM_OPTIONS,
+        "spark.executor.extraJavaOptions": JVM_OPTIONS,
         # per-address collect_list/percentile groups stay in the hash map
         # instead of falling back to sorting after 128 groups
         "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "1000000",

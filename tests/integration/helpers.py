@@ -176,14 +176,14 @@ def _die_with_parent():
 
 # ------------------------------------------------------------------------ spark
 
-# the capacity job's local[2] runs in the tests: the job's own driver options
-# (spark_jobs/enmasse_capacity/cli.py, which a --conf of the same key
-# replaces) plus C1 only, as for the test brokers: a job over a few MB never
-# pays back the second JIT tier (alone on an idle machine, machine CPU:
-# test_capacity_incremental 237 -> 161 s, test_capacity_job 233 -> 118 s).
-# The benchmarks run the job as users do, without it.
-SPARK_TEST_CONF = ("--conf", "spark.driver.extraJavaOptions=-XX:+UseParallelGC -XX:-DontCompileHugeMethods"
-                   " -XX:TieredStopAtLevel=1")
+def spark_test_conf(cli):
+    """The --conf of the capacity job's local[2] runs in the tests: the job's
+    own driver options (``cli.JVM_OPTIONS``, which a --conf of the same key
+    replaces) plus C1 only, as for the test brokers: a job over a few MB never
+    pays back the second JIT tier (alone on an idle machine, machine CPU:
+    test_capacity_incremental 237 -> 161 s, test_capacity_job 233 -> 118 s).
+    The benchmarks run the job as users do, without it."""
+    return ["--conf", "spark.driver.extraJavaOptions=%s -XX:TieredStopAtLevel=1" % cli.JVM_OPTIONS]
 
 
 # ------------------------------------------------------------------------ broker

@@ -24,7 +24,7 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
 from enmasse_capacity import cli  # noqa: E402
-from helpers import SPARK_TEST_CONF  # noqa: E402
+from helpers import spark_test_conf  # noqa: E402
 import generate_metrics as gm  # noqa: E402
 
 DAYS = ("2024-03-04", "2024-03-05", "2024-03-06")
@@ -35,7 +35,7 @@ LATE_SPACE = "tenant-a"
 def spark_session():
     spark, owned = cli._spark_session(cli.parse_args(["--metrics", "x", "--model", "y", "--master", "local[2]",
                                                       "--conf", "spark.ui.enabled=false",
-                                                      "--shuffle-partitions", "2"] + list(SPARK_TEST_CONF)))
+                                                      "--shuffle-partitions", "2"] + spark_test_conf(cli)))
     yield spark
     if owned:
         spark.stop()

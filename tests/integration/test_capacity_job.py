@@ -33,7 +33,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from enmasse_capacity import aggregate, cli, read  # noqa: E402
 from enmasse_capacity import rules as lib  # noqa: E402
 import generate_metrics as gm  # noqa: E402
-from helpers import SPARK_TEST_CONF  # noqa: E402
+from helpers import spark_test_conf  # noqa: E402
 
 
 def _collections_root():
@@ -73,7 +73,7 @@ def run(store, tmp_path_factory):
     t0 = time.time()
     res = _job(["--metrics", root, "--model", os.path.join(root, "model.json"), "--master", "local[2]",
                 "--out-plan", plan_path, "--out-report", report_path, "--conf", "spark.ui.enabled=false"]
-               + list(SPARK_TEST_CONF))
+               + spark_test_conf(cli))
     assert res.returncode == 0, res.stderr[-4000:]
     with open(plan_path) as f:
         plan = json.load(f)
@@ -123,7 +123,7 @@ def test_job_runs_from_the_role_bundle(store, run, tmp_path):
     res = subprocess.run([sys.executable, str(lib_dir / "capacity_plan.py"), "--metrics", root,
                           "--model", os.path.join(root, "model.json"), "--master", "local[2]",
                           "--out-plan", plan_path, "--no-report", "--conf", "spark.ui.enabled=false"]
-                         + list(SPARK_TEST_CONF),
+                         + spark_test_conf(cli),
                          capture_output=True, check=False, text=True, timeout=900, env=env, cwd=str(tmp_path))
     assert res.returncode == 0, res.stderr[-4000:]
     with open(plan_path) as f:
@@ -355,7 +355,7 @@ def test_bad_input_empty_store(tmp_path):
 def spark_session():
     spark, owned = cli._spark_session(cli.parse_args(["--metrics", "x", "--model", "y", "--master", "local[2]",
                                                       "--conf", "spark.ui.enabled=false",
-                                                      "--shuffle-partitions", "2"] + list(SPARK_TEST_CONF)))
+                                                      "--shuffle-partitions", "2"] + spark_test_conf(cli)))
     yield spark
     if owned:
         spark.stop()
