@@ -116,13 +116,11 @@ fi
 venv="$(readlink -f .venv 2>/dev/null || echo "$PWD/.venv")"
 stamp=.venv/.requirements-test.sha256
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  # new, or made from other requirements or another interpreter: made again
-  "$py" -m venv --clear "$venv"
-fi
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  # through the real path: pip writes the interpreter it runs as into the
+  # new, or made from other requirements or another interpreter: made again.
+  # Through the real path: pip writes the interpreter it runs as into the
   # scripts' first line, and a shared environment must not name the
   # checkout (its .venv link) that happened to build it
+  "$py" -m venv --clear "$venv"
   "$venv/bin/python" -m pip install -q --upgrade pip
   "$venv/bin/python" -m pip install -q -r requirements-test.txt
   echo "$want" > "$stamp"
